@@ -182,13 +182,13 @@ def expected_refusal(name: str, kind: str) -> bool:
     instances = {f"{DEFAULTS['instance_name']}_{e}" for e in ("f32", "bf16")}
     launchers = {DEFAULTS["kernel"], DEFAULTS["chain"], "probe_second", "probe_typed"} | instances
     if kind in ("kernel", "chain"):
-        taken = (launchers | {f"plan_{n}" for n in launchers} | {DEFAULTS["constant"]} | set(loader.MODULE_ATTRIBUTES))
-        taken -= {DEFAULTS[kind], f"plan_{DEFAULTS[kind]}"}
-        return name in taken or f"plan_{name}" in taken
+        taken = (launchers | _functions(launchers) | {DEFAULTS["constant"]} | set(loader.MODULE_ATTRIBUTES))
+        taken -= {DEFAULTS[kind], *_functions({DEFAULTS[kind]})}
+        return name in taken or bool(_functions({name}) & taken)
     # arguments and axes share the kernel's names with each other and with the constants
     taken = {"buf", DEFAULTS["argument"], DEFAULTS["host_argument"], DEFAULTS["constant"], DEFAULTS["axis"]}
     if kind == "constant":
-        return name in taken - {DEFAULTS["constant"]} or name in launchers | {f"plan_{n}" for n in launchers} \
+        return name in taken - {DEFAULTS["constant"]} or name in launchers | _functions(launchers) \
             or name in loader.MODULE_ATTRIBUTES
     taken.discard(DEFAULTS[kind])
     return name in taken
@@ -283,14 +283,22 @@ def write_batch(root: Path, modules: dict[str, str], nargs: int = 0) -> None:
         (root / "specs" / f"{name}.yaml").write_text(text)
 
 
+def _functions(launchers: set[str]) -> set[str]:
+    """The names of the launchers' generated companions: ``plan_<name>`` and ``sizes_<name>``."""
+    return {f"{p}{n}" for n in launchers for p in FUNCTION_PREFIXES}
+
+
+FUNCTION_PREFIXES = ("plan_", "sizes_")
+
+
 def batches(kind: str, names: list[str], size: int) -> list[list[str]]:
-    """Groups of accepted names that can share one spec: no name is another's ``plan_``
-    alias (launchers and instances), another's ``_c`` header (modules) or a
+    """Groups of accepted names that can share one spec: no name is another's ``plan_`` or
+    ``sizes_`` function (launchers and instances), another's ``_c`` header (modules) or a
     ``<name>_f32``/``_bf16`` instance of another (instance names)."""
     def depth(n: str) -> int:
         d = 0
-        while n.startswith("plan_"):
-            n, d = n[5:], d + 1
+        while n.startswith(FUNCTION_PREFIXES):
+            n, d = n[n.index("_") + 1:], d + 1
         return d
 
     def key(n: str) -> int:

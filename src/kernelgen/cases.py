@@ -264,11 +264,19 @@ def _search_cases(module: Module, k: Kernel, target: Target):
             pool = [*_candidates(env[name], lo, hi), rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
             env[name] = rng.choice(pool)
         cases.append(env)
+    cases += [dict(c) for c in boundary_cases(module, k, target)]
     cases += _launch_check_cases(module, k, target, base, ranges, u64)
     unique: dict[tuple[tuple[str, int], ...], None] = {}  # first-seen order
     for c in cases:
         unique.setdefault(tuple(sorted(c.items())))
     return tuple(flips), tuple(unique)
+
+
+def launch_check_cases(module: Module, k: Kernel, target: Target) -> list[dict[str, int]]:
+    """:func:`_launch_check_cases` around the kernel's first example (a chain's tests add its
+    members')."""
+    ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
+    return _launch_check_cases(module, k, target, dict(k.examples[0]), ranges, u64_in_expressions(k))
 
 
 LAUNCH_CHECK_CATEGORIES = (plan.E_LAUNCH_BOUNDS, plan.E_CLUSTER, plan.E_CORESIDENT)
@@ -295,6 +303,115 @@ def _launch_check_cases(module: Module, k: Kernel, target: Target, base: dict[st
             if c < 0 and plan.category(c) in wanted and c not in out:
                 out[c] = env
     return [out[c] for c in sorted(out, reverse=True)]
+
+
+_BOUNDARY_CASES: dict[tuple[int, int, int], tuple[tuple[Module, Kernel, Target], tuple]] = {}
+# Transitions kept per comparison of one argument with constants (a threshold has one; a
+# periodic one, n % 4 == 0, gives a multiple and a non-multiple with two), and per argument
+# for the plan's outcome (device limits among them: co-residency, cluster size, grid limits).
+_PER_COMPARISON = 2
+_PER_ARGUMENT = 8
+
+
+def boundary_cases(module: Module, k: Kernel, target: Target) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """Argument sets at the boundaries of the kernel's plan, each changing one argument of the
+    first example: for every comparison in its expressions that reads one argument (beside
+    constants and device names), and for every change of the plan's outcome along one argument
+    (the limits derived from the target's table: grid limits, co-residency, cluster size, shared
+    memory), the values c - 1, c and c + 1 around the value c where it changes. The boundaries
+    are found exactly, by bisection between the values the search draws from, so that a clause
+    or limit off by one gives another outcome in some case. Kept per kernel and target: a chain
+    asks again for its members'."""
+    key = (id(module), id(k), id(target))
+    hit = _BOUNDARY_CASES.get(key)
+    if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
+        return hit[1]
+    out = _boundary_cases(module, k, target)
+    _BOUNDARY_CASES[key] = ((module, k, target), out)
+    return out
+
+
+def _boundary_cases(module: Module, k: Kernel, target: Target) -> tuple[tuple[tuple[str, int], ...], ...]:
+    base = dict(k.examples[0])
+    ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
+    constants = dict(module.constants)
+    u64 = u64_in_expressions(k)
+    comparisons = _comparisons(k, set(constants))
+    out: dict[tuple[tuple[str, int], ...], None] = {}  # first-seen order
+    for name in sorted(ranges):
+        lo, hi = ranges[name]
+        if lo is None or hi is None or name not in base:
+            continue
+        values = sorted({base[name], *_candidates(base[name], lo, hi)})
+        points: list[int] = []
+        for node in comparisons.get(name, ()):
+            fn = expr.compiled(node)
+
+            def truth(v: int, fn=fn, name=name) -> bool | None:
+                st = pyexpr.Status()
+                try:
+                    value = fn(_clause_env(module, k, target, base | {name: v}, constants), st)
+                except KeyError:  # a name the search has no value for
+                    return None
+                return None if st.code else bool(value)
+
+            points += _transitions(values, truth, _PER_COMPARISON)
+        points += _transitions(values, lambda v, name=name: expected_plan(module, k, target, base | {name: v}, u64)[0],
+                               _PER_ARGUMENT, by_pair=True)
+        for t in points:
+            for v in (t - 1, t, t + 1):
+                if lo <= v <= hi:
+                    out.setdefault(tuple(sorted((base | {name: v}).items())))
+    return tuple(out)
+
+
+def _comparisons(k: Kernel, constants: set[str]) -> dict[str, list[expr.Node]]:
+    """The comparisons in the kernel's expressions (clauses, geometry, sizes, cluster) that read
+    one argument beside constants and device names, by that argument."""
+    nodes = [*(c.expr for c in k.skip_if + k.requires + k.applies_if), *k.grid, *k.block, k.shared_mem]
+    nodes += [a.size for a in k.all_args if a.size is not None]
+    if k.launch is not None and k.launch.cluster is not None:
+        nodes += list(k.launch.cluster)
+    out: dict[str, list[expr.Node]] = {}
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children())
+        if not isinstance(n, expr.Cmp):
+            continue
+        args = {x for x in n.names() if "." not in x and x not in constants}
+        if len(args) == 1:
+            found = out.setdefault(args.pop(), [])
+            if n not in found:
+                found.append(n)
+    return out
+
+
+def _transitions(values: list[int], fn, limit: int, by_pair: bool = False) -> list[int]:
+    """Up to ``limit`` values t where ``fn(t - 1) != fn(t)``, one between each two neighbours of
+    the sorted ``values`` whose results differ (found by bisection), lowest first; ``by_pair``:
+    one per pair (fn(t - 1), fn(t)) of results."""
+    out: list[int] = []
+    seen: set[tuple] = set()
+    prev, at_prev = values[0], fn(values[0])
+    for v in values[1:]:
+        at_v = fn(v)
+        if at_v != at_prev:
+            a, fa, b, fb = prev, at_prev, v, at_v
+            while b - a > 1:
+                mid = (a + b) // 2
+                fm = fn(mid)
+                if fm != fa:
+                    b, fb = mid, fm
+                else:
+                    a, fa = mid, fm
+            if not (by_pair and (fa, fb) in seen):
+                seen.add((fa, fb))
+                out.append(b)
+                if len(out) >= limit:
+                    break
+        prev, at_prev = v, at_v
+    return out
 
 
 def _decides_first(

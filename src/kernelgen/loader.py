@@ -1123,14 +1123,14 @@ PACKAGE_NAMES = frozenset(
 )
 
 # Attributes every generated Python module has besides its launchers.
-MODULE_ATTRIBUTES = ("TARGET", "KILL_SWITCH")
+MODULE_ATTRIBUTES = ("TARGET", "KILL_SWITCH", "PLAN_DIGEST")
 
 
 def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel], dispatches: list[Fallback],
                         fallbacks: list[Fallback], constants: Mapping[str, int], structs: tuple[Struct, ...] = ()
                         ) -> None:
     """The names a module defines in its Python module (launchers, their ``plan_<name>``
-    aliases, TARGET, KILL_SWITCH, the struct types of its stub) and its C++ namespace
+    aliases, TARGET, KILL_SWITCH, PLAN_DIGEST, the struct types of its stub) and its C++ namespace
     (launchers, ``plan_<name>`` and ``sizes_<name>`` functions, constants) are distinct."""
     taken: dict[str, tuple[str, SourceLoc]] = {a: (f"the module attribute {a}", f["module"].loc)
                                                for a in MODULE_ATTRIBUTES}
@@ -2915,9 +2915,12 @@ def _examples(
                 ):
                     raise ctx.error(value.loc, f"'{k}' is a float; expected a number, got {_kind(value)}")
                 continue
-            if k in bool_names and isinstance(value, YScalar) and isinstance(value.value, bool):
-                out[k] = int(value.value)
-                continue
+            if k in bool_names:
+                if isinstance(value, YScalar) and isinstance(value.value, bool):
+                    out[k] = int(value.value)
+                    continue
+                if not (isinstance(value, YScalar) and type(value.value) is int):  # an integer: its range below
+                    raise ctx.error(value.loc, f"'{k}' is a bool; expected true, false, 0 or 1, got {_kind(value)}")
             if k not in int_names:
                 raise ctx.error(key.loc, f"'{k}' is not an integer argument", did_you_mean(k, int_names))
             with ctx.at(k):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, plan
-from kernelgen.cases import search_cases, u64_in_expressions
+from kernelgen.cases import boundary_cases, launch_check_cases, search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap
 from kernelgen.types import ELEM_TYPES, SCALARS, ElemType, ScalarType
 
@@ -447,21 +447,24 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         shown.append(replace(c, shown=text))
     cargs = shown
     cross = sorted({r.module for r in fb.members if r.module != module.name})
-    # Cases for the chain's tests: each member's examples and clause flips, completed with
-    # the other members' first examples, so every member gets to decide at least once.
+    # Cases for the chain's tests: each member's examples, clause flips, boundary cases and
+    # launch-check cases (where a device limit makes the chain fall through to the next member),
+    # completed with the other members' first examples, so every member gets to decide at least
+    # once and every boundary of a member's plan is met in the chain.
     int_names = [c.name for c in cargs if c.is_int]
     base: dict[str, int] = {}
     for _, k in kernels:
         for n, v in k.examples[0]:
             base.setdefault(n, v)
-    chain_cases: list[tuple[tuple[str, int], ...]] = []
+    chain_cases: dict[tuple[tuple[str, int], ...], None] = {}  # first-seen order
     for owner, k in kernels:
         flips, _ = search_cases(owner, k, target)
-        for env in [dict(e) for e in k.examples] + [dict(f[2]) for f in flips]:
+        envs = [dict(e) for e in k.examples] + [dict(f[2]) for f in flips]
+        envs += [dict(c) for c in boundary_cases(owner, k, target)] + launch_check_cases(owner, k, target)
+        for env in envs:
             merged = base | env
             case = tuple(sorted((n, merged[n]) for n in int_names))
-            if case not in chain_cases:
-                chain_cases.append(case)
+            chain_cases.setdefault(case)
     if fb.dispatch:
         by = [f"the arrays' element types ({', '.join(a for a, _ in fb.type_axes)})"] if fb.type_axes else []
         summary = (f"Dispatches {fb.name} to its instances: " + ", then ".join(r.qualname for r in fb.members)

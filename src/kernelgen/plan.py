@@ -203,6 +203,21 @@ def falls_through(c: int) -> bool:
     return c < 0 and category(c) in {ERRORS[n][0] for n in FALLS_THROUGH}
 
 
+def chain_pick(codes: Sequence[int | None]) -> int | None:
+    """The member whose outcome a fallback chain (or dispatcher) returns, from its members' plan
+    codes in order (None: a member the dtype keys leave out): the first that launches or stops
+    with an error that does not fall through; else, none applying, the last member present on
+    the target, the absent ones passed over so that the reason is a real one; else (every member
+    absent) the last considered; None when none is considered."""
+    considered = [i for i, c in enumerate(codes) if c is not None]
+    for i in considered:
+        c = codes[i]
+        if c is not None and c <= 0 and not falls_through(c):
+            return i
+    present = [i for i in considered if not (codes[i] > 0 and category(codes[i]) == NL_ABSENT)]  # type: ignore[operator,arg-type]
+    return (present or considered or [None])[-1]
+
+
 def table_blocks_per_sm(table: Mapping[str, int], block: Sequence[int], smem: int) -> int:
     """``kernel.blocks_per_sm`` without a GPU: a bound from the target's table (kg_rt_blocks_per_sm
     in runtime.cpp does the same). Threads are counted in whole warps, each block's shared memory

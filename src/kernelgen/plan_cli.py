@@ -381,8 +381,10 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
                 print(f"    {'':{width}}    sizes: " + ", ".join(f"{n} = {v}" for n, v in o.sizes))
         if all(o is None for o in outs):
             print(f"    {'':{width}}  ({_no_instance(keys)})")
-        elif pick is None:
-            print(f"    {'':{width}}  (no member launches)")
+        elif pick is None:  # the outcome the chain returns: its last member present on the target
+            shown = plan.chain_pick([None if o is None else o.code for o in outs])
+            who = f": the chain returns {refs[shown].qualname}'s outcome" if shown is not None else ""
+            print(f"    {'':{width}}  (no member launches{who})")
     print(NOTE)
     return 0
 

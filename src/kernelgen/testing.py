@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import NoReturn
 
 __all__ = ["built_module", "built_target", "ccache_stats", "expected_sizes", "fake_pointer", "kill_switches_unset",
-           "not_built_reason", "private_sccache", "project_root", "sccache_counts", "sccache_stats"]
+           "not_built_reason", "private_sccache", "project_root", "sccache_counts", "sccache_stats", "stale_reason"]
 
 
 def project_root(package: str | None = None, start: str | Path | None = None) -> Path | None:
@@ -184,19 +184,40 @@ def _skip(reason: str) -> NoReturn:
     raise AssertionError("unreachable: pytest.skip raises")
 
 
-def built_module(target: str, module: str, package: str = "kernelgen_ops", test_file: str | None = None
-                 ) -> ModuleType:
+def built_module(target: str, module: str, package: str = "kernelgen_ops", test_file: str | None = None,
+                 plan_digest: str | None = None) -> ModuleType:
     """``<package>.<target>.<module>``, or a skip of the calling test file (a failure where
     ``KERNELGEN_REQUIRE_BUILT`` is on) that says why it cannot be imported and what to run, in
     which folder. ``test_file`` is the calling test's ``__file__``, from which the project's folder
-    is found (:func:`project_root`)."""
+    is found (:func:`project_root`). ``plan_digest``: the digest of the specs the calling tests
+    were generated from (:func:`kernelgen.emit.tests.plan_digest`); a module whose
+    ``PLAN_DIGEST`` differs was built from other specs, and is skipped (or failed) the same way
+    (:func:`stale_reason`)."""
     name = f"{package}.{target}.{module}"
     try:
-        return importlib.import_module(name)
+        found = importlib.import_module(name)
     except ImportError:
-        pass
+        found = None
+    if found is not None:
+        stale = stale_reason(found, plan_digest, project_root(package, test_file), target)
+        if stale is None:
+            return found
+        _skip(stale)
     root = project_root(package, test_file)
     _skip(not_built_reason(package, target, module, root, test_file) or f"{name} cannot be imported")
+
+
+def stale_reason(module: ModuleType, plan_digest: str | None, root: Path | None = None,
+                 target: str | None = None) -> str | None:
+    """Why a built ``module`` does not match the tests generated with ``plan_digest``: one
+    sentence ("... is built from other specs than these tests ...; run: kernelgen build"), or
+    None where it matches, where no digest is given, or where the module records none."""
+    built = getattr(module, "PLAN_DIGEST", None)
+    if plan_digest is None or not isinstance(built, str) or built == plan_digest:
+        return None
+    cmd = "kernelgen build" + (f" --target {target}" if target else "") + (f" (in {root})" if root else "")
+    return (f"{module.__name__} is built from other specs than these tests were generated from (plan digest "
+            f"{built}; the tests': {plan_digest}); run: {cmd}")
 
 
 def built_target(package: str, test_file: str | None = None) -> str:

@@ -589,7 +589,8 @@ def test_a_float_scalar_may_follow_a_type_axis(tmp_path: Path) -> None:
     assert "kernelgen::demo::norm_f16(static_cast<__half*>(x), n, __double2half(eps), stream)" in cu
     assert "kernelgen::demo::norm_f32(static_cast<float*>(x), n, static_cast<float>(eps), stream)" in cu
     assert "Outcome axpy(uint32_t n, __half alpha, const __half* x, __half* y, cudaStream_t stream) {\n" \
-           "  kernelgen::Outcome kg_o;\n  kg_o = kernelgen::demo::axpy_f16(n, alpha, x, y, stream);" in cu
+           "  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target\n" \
+           "  bool kg_present = false;\n  kg_o = kernelgen::demo::axpy_f16(n, alpha, x, y, stream);" in cu
     pyi = files["generated/hopper/python/demo.pyi"]
     assert "alpha: float" in pyi
     # the docs spell what the members type differently: by the axis, or by the members' types

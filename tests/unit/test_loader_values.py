@@ -202,3 +202,25 @@ def test_a_kernel_named_like_another_launchers_plan_or_sizes_function_is_refused
     err = refused(project(tmp_path, BASE + f"  {prefix}add: {{extends: add, summary: again.}}\n"))
     assert f"{what} of kernel 'add' is named '{prefix}add' in the generated module, which is also kernel " \
            f"'{prefix}add'" in err, err
+
+
+# ---------------------------------------------------------------- a bool argument's example values
+
+BOOL_SOURCE = SOURCE + "__global__ void flag_kernel(const float* x, float* out, uint32_t n, bool f) {}\n"
+BOOL_SPEC = sub("symbol: add_kernel", "symbol: flag_kernel",
+                sub("args: {x: const f32*, out: f32*, n: u32}", "args: {x: const f32*, out: f32*, n: u32, f: bool}"))
+
+
+@pytest.mark.parametrize("value", ["true", "false", "0", "1"])
+def test_a_bool_example_value_may_be_a_boolean_or_0_or_1(tmp_path: Path, value: str) -> None:
+    cat = load_catalog(project(tmp_path, sub("examples: [{n: 1000}]", f"examples: [{{n: 1000, f: {value}}}]",
+                                             BOOL_SPEC), BOOL_SOURCE))
+    assert dict(cat.modules[0].kernels[0].examples[0])["f"] == {"true": 1, "false": 0, "0": 0, "1": 1}[value]
+
+
+@pytest.mark.parametrize("value,got", [("~", "null"), ("'yes'", "string 'yes'"), ("1.0", "number 1.0"),
+                                       ("[1]", "a list")])
+def test_a_bool_example_value_of_another_kind_is_named(tmp_path: Path, value: str, got: str) -> None:
+    err = refused(project(tmp_path, sub("examples: [{n: 1000}]", f"examples: [{{n: 1000, f: {value}}}]", BOOL_SPEC),
+                          BOOL_SOURCE))
+    assert f"'f' is a bool; expected true, false, 0 or 1, got {got}" in err, err

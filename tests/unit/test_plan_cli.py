@@ -265,3 +265,9 @@ def test_let_values_read_the_blocks_per_sm_the_plan_used(tmp_path: Path, capsys)
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 16384 ")]
     assert rc == 0 and rows == [f"| 16384 | launched | [{nblocks}, 1, 1] | [256, 1, 1] | 0 |  | 4096 | {resident} "
                                 f"| {nblocks} | {-(-4096 // nblocks)} |"], rows
+
+
+def test_a_chain_none_of_whose_members_launches_names_the_outcome_it_returns(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear.fp8_linear", "rows=0", "n=4096", "k=4096")
+    assert rc == 0
+    assert "(no member launches: the chain returns fp8_linear.fp8_gemm_n128_row_scaled's outcome)" in out, out

@@ -150,6 +150,7 @@ PYBIND11_MODULE(dense_linear, kg_module) {
   kg_module.doc() = "Dense bf16 linear layers out = bf16(x W^T), W [n, k] as nn.Linear, f32 accumulation.\012\012Generated from specs/dense_linear.yaml for target gb10.";
   kg_module.attr("TARGET") = "gb10";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_DENSE");
+  kg_module.attr("PLAN_DIGEST") = "bf8b00fcaf4ccf3a";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemv[] = { kg_dense_linear__dense_gemv__info() };
   static const LauncherSpec kg_spec_dense_gemv = {

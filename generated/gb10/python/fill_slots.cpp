@@ -40,6 +40,7 @@ PYBIND11_MODULE(fill_slots, kg_module) {
   kg_module.doc() = "Paged-KV cache slot indices (int64) for a run of consecutive token positions.\012\012Generated from specs/fill_slots.yaml for target gb10.";
   kg_module.attr("TARGET") = "gb10";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FILL_SLOTS");
+  kg_module.attr("PLAN_DIGEST") = "529118ff9bd0623e";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fill_slots[] = { kg_fill_slots__fill_slots__info() };
   static const LauncherSpec kg_spec_fill_slots = {

@@ -47,6 +47,7 @@ PYBIND11_MODULE(reshape_cache_fp8, kg_module) {
   kg_module.doc() = "Paged KV-cache write of bf16 key/value rows into an FP8 E4M3 cache (value / scale, torch's rounding) at int64 slots; negative slots are padding.\012\012Generated from specs/reshape_cache_fp8.yaml for target gb10.";
   kg_module.attr("TARGET") = "gb10";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESHAPE_CACHE_FP8");
+  kg_module.attr("PLAN_DIGEST") = "056a5cd2b7e45b62";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_reshape_cache_fp8[] = { kg_reshape_cache_fp8__reshape_cache_fp8__info() };
   static const LauncherSpec kg_spec_reshape_cache_fp8 = {

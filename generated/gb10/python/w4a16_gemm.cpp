@@ -162,6 +162,7 @@ PYBIND11_MODULE(w4a16_gemm, kg_module) {
   kg_module.doc() = "NVFP4-weight x bf16-activation linear layers, out = bf16(x W^T), f32 accumulation.\012\012Generated from specs/w4a16_gemm.yaml for target gb10.";
   kg_module.attr("TARGET") = "gb10";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_W4A16");
+  kg_module.attr("PLAN_DIGEST") = "bd669f67d8860e4d";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemv_rt2[] = { kg_w4a16_gemm__w4a16_gemv_rt2__info() };
   static const LauncherSpec kg_spec_w4a16_gemv_rt2 = {

@@ -1228,65 +1228,125 @@ kernelgen::Outcome prefill_attn_dflash_bf16_indirect_split(const __nv_bfloat16* 
 
 // prefill_attn_dflash_bf16: Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies.
 kernelgen::Outcome prefill_attn_dflash_bf16(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_split(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_unsplit(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_prefill_attn_dflash_bf16(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_unsplit(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // prefill_attn_dflash_fp8: Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies.
 kernelgen::Outcome prefill_attn_dflash_fp8(const __nv_bfloat16* q, const __nv_fp8_e4m3* k_cache, const __nv_fp8_e4m3* v_cache, const float* k_scale, const float* v_scale, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_fp8_split(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_fp8_unsplit(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_prefill_attn_dflash_fp8(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_fp8_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_fp8_unsplit(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // prefill_attn_dflash_bf16_indirect: Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies.
 kernelgen::Outcome prefill_attn_dflash_bf16_indirect(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, const int32_t* kv_len, const int32_t* q_offset, const int32_t* q_rope_pos, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_indirect_split(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_indirect_unsplit(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_prefill_attn_dflash_bf16_indirect(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_indirect_split(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_indirect_unsplit(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 }  // namespace kernelgen::attn_dflash

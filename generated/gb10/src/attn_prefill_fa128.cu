@@ -440,44 +440,84 @@ kernelgen::Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat1
 
 // attn_paged: Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.
 kernelgen::Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::attn_prefill::attn_prefill_paged_64(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // attn_contiguous: Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.
 kernelgen::Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::attn_prefill::attn_prefill_64(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 }  // namespace kernelgen::attn_prefill_fa128

@@ -2374,107 +2374,207 @@ kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
 
 // fp8_gemv_rt2_ks: Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
 kernelgen::Outcome fp8_gemv_rt2_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_fp8_gemv_rt2_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // fp8_gemv_rt2_16_ks: Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.
 kernelgen::Outcome fp8_gemv_rt2_16_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_fp8_gemv_rt2_16_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // fp8_gemv_rt2_32_ks: Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4; picks by the first whose plan launches.
 kernelgen::Outcome fp8_gemv_rt2_32_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // fp8_gemv_rt2_64_ks: Dispatches fp8_gemv_rt2_64_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4; picks by the first whose plan launches.
 kernelgen::Outcome fp8_gemv_rt2_64_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_fp8_gemv_rt2_64_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 // fp8_gemv_16_x3: Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.
 kernelgen::Outcome fp8_gemv_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kg_plan plan_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a kernel present on this target
+  int32_t kg_ri = -1;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 0;
+  }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  return kg_p;
+  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+    kg_r = kg_p;
+    kg_ri = 1;
+  }
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 }  // namespace kernelgen::fp8_gemv_rt

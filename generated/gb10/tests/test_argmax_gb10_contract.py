@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "argmax", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "ca34c7f843ca2127"
+mod = built_module("gb10", "argmax", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -99,6 +103,17 @@ CASES_argmax_bf16 = [
     {**BASE_argmax_bf16, 'rows': 32768},
     {**BASE_argmax_bf16, 'rows': 16777216, 'vocab': 128256},
     {**BASE_argmax_bf16, 'rows': 16, 'vocab': 7},
+    {**BASE_argmax_bf16, 'rows': 0},
+    {**BASE_argmax_bf16, 'rows': 2},
+    {**BASE_argmax_bf16, 'rows': 2147483640},
+    {**BASE_argmax_bf16, 'rows': 2147483641},
+    {**BASE_argmax_bf16, 'rows': 2147483642},
+    {**BASE_argmax_bf16, 'vocab': 2147483647},
+    {**BASE_argmax_bf16, 'vocab': 2147483648},
+    {**BASE_argmax_bf16, 'vocab': 2147483649},
+    {**BASE_argmax_bf16, 'vocab': 0},
+    {**BASE_argmax_bf16, 'vocab': 1},
+    {**BASE_argmax_bf16, 'vocab': 2},
 ]
 FLIPS_argmax_bf16 = [
     ('skip', 0, 'rows == 0', {**BASE_argmax_bf16, 'rows': 0}),
@@ -116,6 +131,7 @@ def test_argmax_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_argmax_bf16 = [

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "attn_dflash", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "8149320e7a2ac097"
+mod = built_module("gb10", "attn_dflash", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -108,6 +112,41 @@ CASES_prefill_attn_dflash_bf16_unsplit = [
     {**BASE_prefill_attn_dflash_bf16_unsplit, 'block_size': 64, 'causal': 4194304, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 293, 'q_rows': 7, 'window': 128},
     {**BASE_prefill_attn_dflash_bf16_unsplit, 'block_size': 64, 'causal': 8388607, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 15, 'q_rows': 7, 'window': 128},
     {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 8388607},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 262143},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 262144},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 262145},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_q_heads': 262146},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_offset': 1073741808},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_offset': 1073741809},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_offset': 1073741810},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 0},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 131056},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 131057},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 131058},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 1073740840},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 1073740841},
+    {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 1073740842},
 ]
 FLIPS_prefill_attn_dflash_bf16_unsplit = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_bf16_unsplit, 'q_rows': 0}),
@@ -128,6 +167,7 @@ def test_prefill_attn_dflash_bf16_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_bf16_unsplit = [
@@ -306,6 +346,48 @@ CASES_prefill_attn_dflash_bf16_split = [
     {**BASE_prefill_attn_dflash_bf16_split, 'causal': 1, 'kv_len': 500, 'q_offset': 484, 'q_rows': 8},
     {**BASE_prefill_attn_dflash_bf16_split, 'causal': 2147483647, 'num_q_heads': 64, 'q_offset': 511, 'q_rows': 64},
     {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 134217729, 'num_q_heads': 64, 'q_offset': 32, 'q_rows': 64},
+    {**BASE_prefill_attn_dflash_bf16_split, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_bf16_split, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_bf16_split, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 511},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 512},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 513},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 31},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 32},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 33},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 34},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 127},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 128},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 129},
+    {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 130},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_offset': 1073741808},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_offset': 1073741809},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_offset': 1073741810},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 0},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 48},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 49},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 50},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 1073733648},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 1073733649},
+    {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 1073733650},
 ]
 FLIPS_prefill_attn_dflash_bf16_split = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_bf16_split, 'q_rows': 0}),
@@ -328,6 +410,7 @@ def test_prefill_attn_dflash_bf16_split_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_bf16_split = [
@@ -506,6 +589,40 @@ CASES_prefill_attn_dflash_fp8_unsplit = [
     {**BASE_prefill_attn_dflash_fp8_unsplit, 'block_size': 64, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 65535, 'num_q_heads': 8, 'q_offset': 513, 'q_rows': 7, 'window': 128},
     {**BASE_prefill_attn_dflash_fp8_unsplit, 'kv_len': 32768, 'num_kv_heads': 536870913},
     {**BASE_prefill_attn_dflash_fp8_unsplit, 'block_size': 33554431, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 1023, 'q_offset': 293, 'q_rows': 7, 'window': 128},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 262143},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 262144},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 262145},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_q_heads': 262146},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_offset': 1073741808},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_offset': 1073741809},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_offset': 1073741810},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 0},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 131056},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 131057},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 131058},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 1073740840},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 1073740841},
+    {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 1073740842},
 ]
 FLIPS_prefill_attn_dflash_fp8_unsplit = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_fp8_unsplit, 'q_rows': 0}),
@@ -526,6 +643,7 @@ def test_prefill_attn_dflash_fp8_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_fp8_unsplit = [
@@ -730,6 +848,46 @@ CASES_prefill_attn_dflash_fp8_split = [
     {**BASE_prefill_attn_dflash_fp8_split, 'block_size': 256, 'causal': 1, 'kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 2993, 'q_rows': 7, 'window': 2147483648},
     {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 16777217, 'num_q_heads': 64, 'q_rows': 64},
     {**BASE_prefill_attn_dflash_fp8_split, 'q_offset': 134217729, 'window': 127},
+    {**BASE_prefill_attn_dflash_fp8_split, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_fp8_split, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_fp8_split, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 511},
+    {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 513},
+    {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 31},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 32},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 33},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 34},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 0},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 127},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 128},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 129},
+    {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 130},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_offset': 1073741808},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_offset': 1073741809},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_offset': 1073741810},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 48},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 49},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 50},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 1073733648},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 1073733649},
+    {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 1073733650},
 ]
 FLIPS_prefill_attn_dflash_fp8_split = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_fp8_split, 'q_rows': 0}),
@@ -752,6 +910,7 @@ def test_prefill_attn_dflash_fp8_split_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_fp8_split = [
@@ -955,6 +1114,33 @@ CASES_prefill_attn_dflash_bf16_indirect_unsplit = [
     {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'block_size': 64, 'causal': 16, 'max_kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_rows': 9, 'window': 128},
     {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 4294967295},
     {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 16777217, 'window': 32769},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'max_kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'max_kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'max_kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 262143},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_q_heads': 262146},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 131056},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 131057},
+    {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 131058},
 ]
 FLIPS_prefill_attn_dflash_bf16_indirect_unsplit = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'q_rows': 0}),
@@ -974,6 +1160,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_bf16_indirect_unsplit = [
@@ -1188,6 +1375,42 @@ CASES_prefill_attn_dflash_bf16_indirect_split = [
     {**BASE_prefill_attn_dflash_bf16_indirect_split, 'block_size': 4194303, 'max_kv_len': 500},
     {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 8, 'num_q_heads': 8388608},
     {**BASE_prefill_attn_dflash_bf16_indirect_split, 'block_size': 64, 'causal': 1, 'max_kv_len': 3000, 'num_kv_heads': 4095, 'num_q_heads': 8, 'q_rows': 7, 'window': 2048},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'block_size': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'block_size': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'block_size': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 511},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 512},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 513},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 1073741824},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 1073741825},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 1073741826},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 3},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 4},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 5},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 31},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 32},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 33},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 34},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 7},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 8},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 9},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 10},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 127},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 128},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 129},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 130},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 0},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 1},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 2},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 48},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 49},
+    {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 50},
 ]
 FLIPS_prefill_attn_dflash_bf16_indirect_split = [
     ('skip', 0, 'q_rows == 0', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'q_rows': 0}),
@@ -1209,6 +1432,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn_dflash_bf16_indirect_split = [
@@ -1358,115 +1582,404 @@ def test_prefill_attn_dflash_bf16_indirect_split_kill_switch_or_absence(monkeypa
 # ---------------------------------------------------------------- chain prefill_attn_dflash_bf16
 
 MEMBERS_prefill_attn_dflash_bf16 = [('attn_dflash', 'prefill_attn_dflash_bf16_split', ['q_rows', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window']), ('attn_dflash', 'prefill_attn_dflash_bf16_unsplit', ['q_rows', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window'])]
+CASES_prefill_attn_dflash_bf16 = [
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 2993, 'q_rows': 7, 'window': 2048},
+    {'block_size': 16, 'causal': 0, 'kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 484, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_offset': 8176, 'q_rows': 64, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 511, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 512, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 513, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741824, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741826, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 31, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 32, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 33, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 34, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 127, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 128, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 129, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 130, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741808, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741809, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741810, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 48, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 49, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 50, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733648, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733649, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733650, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 293, 'q_rows': 7, 'window': 128},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741824, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741826, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262143, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262144, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262145, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262146, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741808, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741809, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741810, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131056, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131057, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131058, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740840, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740841, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740842, 'window': 0},
+]
+OTHER_ARGS_prefill_attn_dflash_bf16 = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'scale': 1.0, 'workspace': fake_pointer(14), 'counters': fake_pointer(15)}
 
 
-@pytest.mark.parametrize("args", [
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 2993, 'q_rows': 7, 'window': 2048},
-        {'block_size': 16, 'causal': 0, 'kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 484, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_offset': 8176, 'q_rows': 64, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 293, 'q_rows': 7, 'window': 128},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-    ])
-def test_prefill_attn_dflash_bf16_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_prefill_attn_dflash_bf16:
+def expect_prefill_attn_dflash_bf16(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_prefill_attn_dflash_bf16):
+        if keys is not None and any(KEY_TYPES_prefill_attn_dflash_bf16[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16)
+def test_prefill_attn_dflash_bf16_runs_first_member_that_applies(args):
+    expected = expect_prefill_attn_dflash_bf16(args)
     chain_plan = mod.prefill_attn_dflash_bf16.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_prefill_attn_dflash_bf16[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16)
+def test_prefill_attn_dflash_bf16_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.prefill_attn_dflash_bf16.plan(**args)
+    full = {**OTHER_ARGS_prefill_attn_dflash_bf16, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.prefill_attn_dflash_bf16(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.prefill_attn_dflash_bf16(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.prefill_attn_dflash_bf16(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain prefill_attn_dflash_fp8
 
 MEMBERS_prefill_attn_dflash_fp8 = [('attn_dflash', 'prefill_attn_dflash_fp8_split', ['q_rows', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window']), ('attn_dflash', 'prefill_attn_dflash_fp8_unsplit', ['q_rows', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window'])]
+CASES_prefill_attn_dflash_fp8 = [
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 2993, 'q_rows': 7, 'window': 2048},
+    {'block_size': 16, 'causal': 0, 'kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 484, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_offset': 8176, 'q_rows': 64, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 511, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 512, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 513, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741824, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741826, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 31, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 32, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 33, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 34, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 127, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 128, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 129, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 130, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741808, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741809, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741810, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 48, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 49, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 50, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733648, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733649, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 1073733650, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 293, 'q_rows': 7, 'window': 128},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741824, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1073741826, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262143, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262144, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262145, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 262146, 'q_offset': 984, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741808, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741809, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741810, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131056, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131057, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 131058, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740840, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740841, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740842, 'window': 0},
+]
+OTHER_ARGS_prefill_attn_dflash_fp8 = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'k_scale': fake_pointer(3), 'v_scale': fake_pointer(4), 'out': fake_pointer(5), 'block_table': fake_pointer(6), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
 
 
-@pytest.mark.parametrize("args", [
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 2993, 'q_rows': 7, 'window': 2048},
-        {'block_size': 16, 'causal': 0, 'kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 484, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_offset': 8176, 'q_rows': 64, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 8176, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_offset': 293, 'q_rows': 7, 'window': 128},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 1073741823, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 16, 'window': 0},
-    ])
-def test_prefill_attn_dflash_fp8_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_prefill_attn_dflash_fp8:
+def expect_prefill_attn_dflash_fp8(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_prefill_attn_dflash_fp8):
+        if keys is not None and any(KEY_TYPES_prefill_attn_dflash_fp8[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_fp8)
+def test_prefill_attn_dflash_fp8_runs_first_member_that_applies(args):
+    expected = expect_prefill_attn_dflash_fp8(args)
     chain_plan = mod.prefill_attn_dflash_fp8.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_prefill_attn_dflash_fp8[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_fp8)
+def test_prefill_attn_dflash_fp8_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.prefill_attn_dflash_fp8.plan(**args)
+    full = {**OTHER_ARGS_prefill_attn_dflash_fp8, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.prefill_attn_dflash_fp8(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.prefill_attn_dflash_fp8(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.prefill_attn_dflash_fp8(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain prefill_attn_dflash_bf16_indirect
 
 MEMBERS_prefill_attn_dflash_bf16_indirect = [('attn_dflash', 'prefill_attn_dflash_bf16_indirect_split', ['q_rows', 'max_kv_len', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window']), ('attn_dflash', 'prefill_attn_dflash_bf16_indirect_unsplit', ['q_rows', 'max_kv_len', 'num_q_heads', 'num_kv_heads', 'block_size', 'causal', 'window'])]
+CASES_prefill_attn_dflash_bf16_indirect = [
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'max_kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_rows': 7, 'window': 2048},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_rows': 64, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 511, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 512, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 513, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1073741824, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1073741826, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 31, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 32, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 33, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 34, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 127, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 128, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 129, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 130, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 48, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 49, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 50, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 64, 'causal': 1, 'max_kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_rows': 7, 'window': 128},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 0, 'window': 0},
+    {'block_size': 0, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 1, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 2, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 1, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 2, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 3, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 5, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 0, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 1, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 2, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 7, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 8, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 9, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 10, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 262143, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 262144, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 262145, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 262146, 'q_rows': 16, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 1, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 2, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 131056, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 131057, 'window': 0},
+    {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 131058, 'window': 0},
+]
+OTHER_ARGS_prefill_attn_dflash_bf16_indirect = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'kv_len': fake_pointer(6), 'q_offset': fake_pointer(7), 'q_rope_pos': fake_pointer(8), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
 
 
-@pytest.mark.parametrize("args", [
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'max_kv_len': 3000, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_rows': 7, 'window': 2048},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 500, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 64, 'q_rows': 64, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 1073741825, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 8192, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 64, 'causal': 1, 'max_kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_rows': 7, 'window': 128},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 0, 'window': 0},
-        {'block_size': 0, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 0, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-        {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 7, 'num_q_heads': 32, 'q_rows': 16, 'window': 0},
-    ])
-def test_prefill_attn_dflash_bf16_indirect_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_prefill_attn_dflash_bf16_indirect:
+def expect_prefill_attn_dflash_bf16_indirect(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_prefill_attn_dflash_bf16_indirect):
+        if keys is not None and any(KEY_TYPES_prefill_attn_dflash_bf16_indirect[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_indirect)
+def test_prefill_attn_dflash_bf16_indirect_runs_first_member_that_applies(args):
+    expected = expect_prefill_attn_dflash_bf16_indirect(args)
     chain_plan = mod.prefill_attn_dflash_bf16_indirect.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_prefill_attn_dflash_bf16_indirect[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_indirect)
+def test_prefill_attn_dflash_bf16_indirect_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.prefill_attn_dflash_bf16_indirect.plan(**args)
+    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.prefill_attn_dflash_bf16_indirect(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.prefill_attn_dflash_bf16_indirect(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.prefill_attn_dflash_bf16_indirect(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "attn_prefill_fa128", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "daa55f3d1fb44776"
+mod = built_module("gb10", "attn_prefill_fa128", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -104,6 +108,43 @@ CASES_attn_prefill_fa128_paged = [
     {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 8388607, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 0},
     {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 64, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 2147483648, 'q_offset': 0},
     {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 64, 'causal': 4194305, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0},
+    {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 0},
+    {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 1},
+    {**BASE_attn_prefill_fa128_paged, 'cache_block_size': 2},
+    {**BASE_attn_prefill_fa128_paged, 'causal': 0},
+    {**BASE_attn_prefill_fa128_paged, 'causal': 2},
+    {**BASE_attn_prefill_fa128_paged, 'causal': 3},
+    {**BASE_attn_prefill_fa128_paged, 'head_dim': 255},
+    {**BASE_attn_prefill_fa128_paged, 'head_dim': 257},
+    {**BASE_attn_prefill_fa128_paged, 'head_dim': 258},
+    {**BASE_attn_prefill_fa128_paged, 'kv_len': 1073741824},
+    {**BASE_attn_prefill_fa128_paged, 'kv_len': 1073741825},
+    {**BASE_attn_prefill_fa128_paged, 'kv_len': 1073741826},
+    {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 0},
+    {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 1},
+    {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 3},
+    {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 4},
+    {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 5},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 0},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 1},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 2},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 3},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 4},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 2147483647},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 2147483648},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 2147483649},
+    {**BASE_attn_prefill_fa128_paged, 'num_q_heads': 2147483650},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 8388480},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 8388481},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 8388482},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 0},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 1},
+    {**BASE_attn_prefill_fa128_paged, 'q_len': 2},
+    {**BASE_attn_prefill_fa128_paged, 'q_offset': 1073741624},
+    {**BASE_attn_prefill_fa128_paged, 'q_offset': 1073741625},
+    {**BASE_attn_prefill_fa128_paged, 'q_offset': 1073741626},
+    {**BASE_attn_prefill_fa128_paged, 'sliding_window': 1},
+    {**BASE_attn_prefill_fa128_paged, 'sliding_window': 2},
 ]
 FLIPS_attn_prefill_fa128_paged = [
     ('skip', 0, 'q_len == 0', {**BASE_attn_prefill_fa128_paged, 'q_len': 0}),
@@ -128,6 +169,7 @@ def test_attn_prefill_fa128_paged_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_attn_prefill_fa128_paged = [
@@ -315,6 +357,39 @@ CASES_attn_prefill_fa128 = [
     {**BASE_attn_prefill_fa128, 'batch': 1, 'num_kv_heads': 31, 'num_q_heads': 4, 'seq_len': 1},
     {**BASE_attn_prefill_fa128, 'batch': 1, 'head_dim': 1023, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 67108865},
     {**BASE_attn_prefill_fa128, 'batch': 0, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1},
+    {**BASE_attn_prefill_fa128, 'batch': 65535},
+    {**BASE_attn_prefill_fa128, 'batch': 65536},
+    {**BASE_attn_prefill_fa128, 'batch': 65537},
+    {**BASE_attn_prefill_fa128, 'batch': 0},
+    {**BASE_attn_prefill_fa128, 'batch': 1},
+    {**BASE_attn_prefill_fa128, 'causal': 0},
+    {**BASE_attn_prefill_fa128, 'causal': 2},
+    {**BASE_attn_prefill_fa128, 'causal': 3},
+    {**BASE_attn_prefill_fa128, 'head_dim': 255},
+    {**BASE_attn_prefill_fa128, 'head_dim': 257},
+    {**BASE_attn_prefill_fa128, 'head_dim': 258},
+    {**BASE_attn_prefill_fa128, 'num_kv_heads': 0},
+    {**BASE_attn_prefill_fa128, 'num_kv_heads': 1},
+    {**BASE_attn_prefill_fa128, 'num_kv_heads': 3},
+    {**BASE_attn_prefill_fa128, 'num_kv_heads': 4},
+    {**BASE_attn_prefill_fa128, 'num_kv_heads': 5},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 0},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 1},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 2},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 3},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 4},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 2147483647},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 2147483648},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 2147483649},
+    {**BASE_attn_prefill_fa128, 'num_q_heads': 2147483650},
+    {**BASE_attn_prefill_fa128, 'seq_len': 8388480},
+    {**BASE_attn_prefill_fa128, 'seq_len': 8388481},
+    {**BASE_attn_prefill_fa128, 'seq_len': 8388482},
+    {**BASE_attn_prefill_fa128, 'seq_len': 0},
+    {**BASE_attn_prefill_fa128, 'seq_len': 1},
+    {**BASE_attn_prefill_fa128, 'seq_len': 2},
+    {**BASE_attn_prefill_fa128, 'sliding_window': 1},
+    {**BASE_attn_prefill_fa128, 'sliding_window': 2},
 ]
 FLIPS_attn_prefill_fa128 = [
     ('skip', 0, 'seq_len == 0', {**BASE_attn_prefill_fa128, 'seq_len': 0}),
@@ -338,6 +413,7 @@ def test_attn_prefill_fa128_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_attn_prefill_fa128 = [
@@ -450,86 +526,252 @@ def test_attn_prefill_fa128_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- chain attn_paged
 
 MEMBERS_attn_paged = [('attn_prefill_fa128', 'attn_prefill_fa128_paged', ['q_len', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'cache_block_size', 'head_dim', 'causal', 'sliding_window']), ('attn_prefill', 'attn_prefill_paged_64', ['q_len', 'kv_len', 'q_offset', 'num_q_heads', 'num_kv_heads', 'cache_block_size', 'causal', 'sliding_window', 'head_dim'])]
+CASES_attn_paged = [
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 0, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 8388607, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741823, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1073741825, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 255, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 0, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 1},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 0, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 1, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 2, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 2, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 3, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 257, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 258, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1073741824, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1073741826, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 4, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 5, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 0, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 1, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 3, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 4, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483647, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483648, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483649, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483650, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 8388480, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 8388481, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 8388482, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 1, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741624, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741625, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741626, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 2},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 0, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 4194303, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741823, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 1073741825, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 0, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 63, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 1, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 2, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 65, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 66, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 1073741824, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 1073741826, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 4, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 5, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 0, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 1, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 3, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 4, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483647, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483648, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483649, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2147483650, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 4194240, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 4194241, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 4194242, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 1, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741724, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741725, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741726, 'sliding_window': 0},
+]
+OTHER_ARGS_attn_paged = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'output': fake_pointer(3), 'block_table': fake_pointer(4), 'inv_sqrt_d': 1.0}
 
 
-@pytest.mark.parametrize("args", [
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 0, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 8388607, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741823, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1073741825, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 255, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 0, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 1},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 0, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-        {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 0, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 4194303, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741823, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 1073741825, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 0, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-        {'cache_block_size': 16, 'causal': 1, 'head_dim': 63, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    ])
-def test_attn_paged_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_attn_paged:
+def expect_attn_paged(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_attn_paged):
+        if keys is not None and any(KEY_TYPES_attn_paged[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_attn_paged)
+def test_attn_paged_runs_first_member_that_applies(args):
+    expected = expect_attn_paged(args)
     chain_plan = mod.attn_paged.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_attn_paged[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_attn_paged)
+def test_attn_paged_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.attn_paged.plan(**args)
+    full = {**OTHER_ARGS_attn_paged, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.attn_paged(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.attn_paged(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.attn_paged(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain attn_contiguous
 
 MEMBERS_attn_contiguous = [('attn_prefill_fa128', 'attn_prefill_fa128', ['seq_len', 'num_q_heads', 'num_kv_heads', 'head_dim', 'causal', 'sliding_window', 'batch']), ('attn_prefill', 'attn_prefill_64', ['seq_len', 'num_q_heads', 'num_kv_heads', 'causal', 'sliding_window', 'head_dim', 'batch'])]
+CASES_attn_contiguous = [
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0},
+    {'batch': 0, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8388607, 'sliding_window': 0},
+    {'batch': 65536, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 255, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 0, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 1},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 0, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 3, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 65535, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 65537, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 2, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 3, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 257, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 258, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 4, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 5, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 0, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 1, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 3, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 4, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2147483647, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2147483648, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2147483649, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2147483650, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8388480, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8388481, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8388482, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 2},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0},
+    {'batch': 0, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194303, 'sliding_window': 0},
+    {'batch': 65536, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 0, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 3, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 63, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 65535, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 65537, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 65, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 66, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 4, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 5, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 0, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 1, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 2, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 3, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 4, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 2147483647, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 2147483648, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 2147483649, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 2147483650, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194240, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194241, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194242, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2, 'sliding_window': 0},
+]
+OTHER_ARGS_attn_contiguous = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
 
 
-@pytest.mark.parametrize("args", [
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0},
-        {'batch': 0, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8388607, 'sliding_window': 0},
-        {'batch': 65536, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 255, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 0, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 1},
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 0, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 3, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-        {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-        {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-        {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0},
-        {'batch': 0, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194303, 'sliding_window': 0},
-        {'batch': 65536, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 0, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 3, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-        {'batch': 2, 'causal': 1, 'head_dim': 63, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    ])
-def test_attn_contiguous_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_attn_contiguous:
+def expect_attn_contiguous(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_attn_contiguous):
+        if keys is not None and any(KEY_TYPES_attn_contiguous[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_attn_contiguous)
+def test_attn_contiguous_runs_first_member_that_applies(args):
+    expected = expect_attn_contiguous(args)
     chain_plan = mod.attn_contiguous.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_attn_contiguous[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_attn_contiguous)
+def test_attn_contiguous_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.attn_contiguous.plan(**args)
+    full = {**OTHER_ARGS_attn_contiguous, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.attn_contiguous(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.attn_contiguous(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.attn_contiguous(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args

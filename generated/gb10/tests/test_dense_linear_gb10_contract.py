@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "dense_linear", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "bf8b00fcaf4ccf3a"
+mod = built_module("gb10", "dense_linear", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -129,6 +133,16 @@ CASES_dense_gemv = [
     {**BASE_dense_gemv, 'k': 0},
     {**BASE_dense_gemv, 'm': 16, 'n': 67108865},
     {**BASE_dense_gemv, 'm': 17, 'n': 8388608},
+    {**BASE_dense_gemv, 'm': 16},
+    {**BASE_dense_gemv, 'm': 18},
+    {**BASE_dense_gemv, 'm': 0},
+    {**BASE_dense_gemv, 'm': 2},
+    {**BASE_dense_gemv, 'n': 1536},
+    {**BASE_dense_gemv, 'n': 1537},
+    {**BASE_dense_gemv, 'n': 1538},
+    {**BASE_dense_gemv, 'n': 0},
+    {**BASE_dense_gemv, 'n': 1},
+    {**BASE_dense_gemv, 'n': 2},
 ]
 FLIPS_dense_gemv = [
     ('skip', 0, 'm == 0', {**BASE_dense_gemv, 'm': 0}),
@@ -146,6 +160,7 @@ def test_dense_gemv_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dense_gemv = [
@@ -315,6 +330,20 @@ CASES_dense_gemv_rt1 = [
     {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 524289, 'n': 24576},
     {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 100, 'n': 24576},
     {**BASE_dense_gemv_rt1, 'k': 64, 'm': 1, 'n': 1025},
+    {**BASE_dense_gemv_rt1, 'm': 17},
+    {**BASE_dense_gemv_rt1, 'm': 18},
+    {**BASE_dense_gemv_rt1, 'm': 0},
+    {**BASE_dense_gemv_rt1, 'm': 1},
+    {**BASE_dense_gemv_rt1, 'm': 2},
+    {**BASE_dense_gemv_rt1, 'n': 12288},
+    {**BASE_dense_gemv_rt1, 'n': 12289},
+    {**BASE_dense_gemv_rt1, 'n': 12290},
+    {**BASE_dense_gemv_rt1, 'n': 1536},
+    {**BASE_dense_gemv_rt1, 'n': 1537},
+    {**BASE_dense_gemv_rt1, 'n': 1538},
+    {**BASE_dense_gemv_rt1, 'n': 0},
+    {**BASE_dense_gemv_rt1, 'n': 1},
+    {**BASE_dense_gemv_rt1, 'n': 2},
 ]
 FLIPS_dense_gemv_rt1 = [
     ('skip', 0, 'm == 0', {**BASE_dense_gemv_rt1, 'm': 0}),
@@ -419,6 +448,15 @@ CASES_dense_gemm = [
     {**BASE_dense_gemm, 'k': 65536, 'm': 2048, 'n': 4097},
     {**BASE_dense_gemm, 'm': 4096},
     {**BASE_dense_gemm, 'k': 128, 'n': 268435456},
+    {**BASE_dense_gemm, 'm': 0},
+    {**BASE_dense_gemm, 'm': 1},
+    {**BASE_dense_gemm, 'm': 2},
+    {**BASE_dense_gemm, 'm': 4194240},
+    {**BASE_dense_gemm, 'm': 4194241},
+    {**BASE_dense_gemm, 'm': 4194242},
+    {**BASE_dense_gemm, 'n': 0},
+    {**BASE_dense_gemm, 'n': 1},
+    {**BASE_dense_gemm, 'n': 2},
 ]
 FLIPS_dense_gemm = [
     ('skip', 0, 'm == 0', {**BASE_dense_gemm, 'm': 0}),
@@ -435,6 +473,7 @@ def test_dense_gemm_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dense_gemm = [
@@ -599,6 +638,15 @@ CASES_dense_gemm_pipelined = [
     {**BASE_dense_gemm_pipelined, 'm': 16777217, 'n': 24576},
     {**BASE_dense_gemm_pipelined, 'k': 536870911, 'm': 16777216, 'n': 24576},
     {**BASE_dense_gemm_pipelined, 'k': 4097, 'n': 31},
+    {**BASE_dense_gemm_pipelined, 'm': 0},
+    {**BASE_dense_gemm_pipelined, 'm': 1},
+    {**BASE_dense_gemm_pipelined, 'm': 2},
+    {**BASE_dense_gemm_pipelined, 'm': 4194240},
+    {**BASE_dense_gemm_pipelined, 'm': 4194241},
+    {**BASE_dense_gemm_pipelined, 'm': 4194242},
+    {**BASE_dense_gemm_pipelined, 'n': 0},
+    {**BASE_dense_gemm_pipelined, 'n': 1},
+    {**BASE_dense_gemm_pipelined, 'n': 2},
 ]
 FLIPS_dense_gemm_pipelined = [
     ('skip', 0, 'm == 0', {**BASE_dense_gemm_pipelined, 'm': 0}),
@@ -615,6 +663,7 @@ def test_dense_gemm_pipelined_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dense_gemm_pipelined = [
@@ -781,6 +830,17 @@ CASES_dense_gemm_tma = [
     {**BASE_dense_gemm_tma, 'k': 268435457, 'n': 262144},
     {**BASE_dense_gemm_tma, 'm': 4194305},
     {**BASE_dense_gemm_tma, 'k': 4100, 'n': 15},
+    {**BASE_dense_gemm_tma, 'k': 0},
+    {**BASE_dense_gemm_tma, 'k': 1},
+    {**BASE_dense_gemm_tma, 'k': 2},
+    {**BASE_dense_gemm_tma, 'k': 7},
+    {**BASE_dense_gemm_tma, 'k': 8},
+    {**BASE_dense_gemm_tma, 'k': 9},
+    {**BASE_dense_gemm_tma, 'm': 65},
+    {**BASE_dense_gemm_tma, 'm': 66},
+    {**BASE_dense_gemm_tma, 'n': 0},
+    {**BASE_dense_gemm_tma, 'n': 1},
+    {**BASE_dense_gemm_tma, 'n': 2},
 ]
 FLIPS_dense_gemm_tma = [
     ('skip', 0, 'n == 0', {**BASE_dense_gemm_tma, 'n': 0}),
@@ -821,39 +881,102 @@ def test_dense_gemm_tma_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- chain dense_linear_any
 
 MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv_rt1', ['m', 'n', 'k']), ('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_tma', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_pipelined', ['m', 'n', 'k'])]
+CASES_dense_linear_any = [
+    {'k': 4096, 'm': 16, 'n': 6144},
+    {'k': 4100, 'm': 1, 'n': 24576},
+    {'k': 4096, 'm': 8, 'n': 4096},
+    {'k': 4096, 'm': 16, 'n': 151936},
+    {'k': 4096, 'm': 0, 'n': 6144},
+    {'k': 4096, 'm': 16, 'n': 0},
+    {'k': 4096, 'm': 17, 'n': 6144},
+    {'k': 4096, 'm': 16, 'n': 1},
+    {'k': 4096, 'm': 18, 'n': 6144},
+    {'k': 4096, 'm': 1, 'n': 6144},
+    {'k': 4096, 'm': 2, 'n': 6144},
+    {'k': 4096, 'm': 16, 'n': 12288},
+    {'k': 4096, 'm': 16, 'n': 12289},
+    {'k': 4096, 'm': 16, 'n': 12290},
+    {'k': 4096, 'm': 16, 'n': 1536},
+    {'k': 4096, 'm': 16, 'n': 1537},
+    {'k': 4096, 'm': 16, 'n': 1538},
+    {'k': 4096, 'm': 16, 'n': 2},
+    {'k': 4096, 'm': 1, 'n': 4096},
+    {'k': 12288, 'm': 9, 'n': 4104},
+    {'k': 4096, 'm': 17, 'n': 4096},
+    {'k': 4096, 'm': 0, 'n': 4096},
+    {'k': 4096, 'm': 1, 'n': 0},
+    {'k': 4096, 'm': 16, 'n': 4096},
+    {'k': 4096, 'm': 18, 'n': 4096},
+    {'k': 4096, 'm': 2, 'n': 4096},
+    {'k': 4096, 'm': 1, 'n': 1536},
+    {'k': 4096, 'm': 1, 'n': 1537},
+    {'k': 4096, 'm': 1, 'n': 1538},
+    {'k': 4096, 'm': 1, 'n': 1},
+    {'k': 4096, 'm': 1, 'n': 2},
+    {'k': 4096, 'm': 2048, 'n': 4096},
+    {'k': 4096, 'm': 256, 'n': 4096},
+    {'k': 4096, 'm': 64, 'n': 4096},
+    {'k': 4100, 'm': 2048, 'n': 4096},
+    {'k': 4096, 'm': 2048, 'n': 0},
+    {'k': 0, 'm': 2048, 'n': 4096},
+    {'k': 1, 'm': 2048, 'n': 4096},
+    {'k': 2, 'm': 2048, 'n': 4096},
+    {'k': 7, 'm': 2048, 'n': 4096},
+    {'k': 8, 'm': 2048, 'n': 4096},
+    {'k': 9, 'm': 2048, 'n': 4096},
+    {'k': 4096, 'm': 65, 'n': 4096},
+    {'k': 4096, 'm': 66, 'n': 4096},
+    {'k': 4096, 'm': 2048, 'n': 1},
+    {'k': 4096, 'm': 2048, 'n': 2},
+    {'k': 4096, 'm': 256, 'n': 24576},
+    {'k': 4096, 'm': 4194240, 'n': 4096},
+    {'k': 4096, 'm': 4194241, 'n': 4096},
+    {'k': 4096, 'm': 4194242, 'n': 4096},
+]
+OTHER_ARGS_dense_linear_any = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'm': 16, 'n': 6144},
-        {'k': 4100, 'm': 1, 'n': 24576},
-        {'k': 4096, 'm': 8, 'n': 4096},
-        {'k': 4096, 'm': 16, 'n': 151936},
-        {'k': 4096, 'm': 0, 'n': 6144},
-        {'k': 4096, 'm': 16, 'n': 0},
-        {'k': 4096, 'm': 17, 'n': 6144},
-        {'k': 4096, 'm': 16, 'n': 1},
-        {'k': 4096, 'm': 1, 'n': 4096},
-        {'k': 12288, 'm': 9, 'n': 4104},
-        {'k': 4096, 'm': 17, 'n': 4096},
-        {'k': 4096, 'm': 0, 'n': 4096},
-        {'k': 4096, 'm': 1, 'n': 0},
-        {'k': 4096, 'm': 2048, 'n': 4096},
-        {'k': 4096, 'm': 256, 'n': 4096},
-        {'k': 4096, 'm': 64, 'n': 4096},
-        {'k': 4100, 'm': 2048, 'n': 4096},
-        {'k': 4096, 'm': 2048, 'n': 0},
-        {'k': 4096, 'm': 256, 'n': 24576},
-    ])
-def test_dense_linear_any_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_dense_linear_any:
+def expect_dense_linear_any(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_dense_linear_any):
+        if keys is not None and any(KEY_TYPES_dense_linear_any[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_dense_linear_any)
+def test_dense_linear_any_runs_first_member_that_applies(args):
+    expected = expect_dense_linear_any(args)
     chain_plan = mod.dense_linear_any.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_dense_linear_any[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_dense_linear_any)
+def test_dense_linear_any_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.dense_linear_any.plan(**args)
+    full = {**OTHER_ARGS_dense_linear_any, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.dense_linear_any(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.dense_linear_any(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.dense_linear_any(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "dflash2", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "179a2c8b030cb1c7"
+mod = built_module("gb10", "dflash2", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -109,6 +113,22 @@ CASES_dflash2_conv2 = [
     {**BASE_dflash2_conv2, 'rows': 536870911},
     {**BASE_dflash2_conv2, 'hidden': 134217728, 'rows': 5},
     {**BASE_dflash2_conv2, 'rows': 8191},
+    {**BASE_dflash2_conv2, 'hidden': 15},
+    {**BASE_dflash2_conv2, 'hidden': 16},
+    {**BASE_dflash2_conv2, 'hidden': 17},
+    {**BASE_dflash2_conv2, 'hidden': 0},
+    {**BASE_dflash2_conv2, 'hidden': 1},
+    {**BASE_dflash2_conv2, 'hidden': 2},
+    {**BASE_dflash2_conv2, 'hidden': 18},
+    {**BASE_dflash2_conv2, 'rows': 0},
+    {**BASE_dflash2_conv2, 'rows': 2},
+    {**BASE_dflash2_conv2, 'rows': 15},
+    {**BASE_dflash2_conv2, 'rows': 17},
+    {**BASE_dflash2_conv2, 'rows': 18},
+    {**BASE_dflash2_conv2, 'rows': 1048575},
+    {**BASE_dflash2_conv2, 'rows': 1048576},
+    {**BASE_dflash2_conv2, 'rows': 1048577},
+    {**BASE_dflash2_conv2, 'rows': 1048578},
 ]
 FLIPS_dflash2_conv2 = [
     ('skip', 0, 'rows == 0', {**BASE_dflash2_conv2, 'rows': 0}),
@@ -127,6 +147,7 @@ def test_dflash2_conv2_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dflash2_conv2 = [
@@ -295,6 +316,18 @@ CASES_dflash2_topk16_f32 = [
     {**BASE_dflash2_topk16_f32, 'rows': 619359, 'vocab': 63},
     {**BASE_dflash2_topk16_f32, 'rows': 262144},
     {**BASE_dflash2_topk16_f32, 'rows': 16777216, 'vocab': 33},
+    {**BASE_dflash2_topk16_f32, 'rows': 65535},
+    {**BASE_dflash2_topk16_f32, 'rows': 65536},
+    {**BASE_dflash2_topk16_f32, 'rows': 65537},
+    {**BASE_dflash2_topk16_f32, 'rows': 0},
+    {**BASE_dflash2_topk16_f32, 'rows': 1},
+    {**BASE_dflash2_topk16_f32, 'rows': 2},
+    {**BASE_dflash2_topk16_f32, 'vocab': 524288},
+    {**BASE_dflash2_topk16_f32, 'vocab': 524289},
+    {**BASE_dflash2_topk16_f32, 'vocab': 524290},
+    {**BASE_dflash2_topk16_f32, 'vocab': 15},
+    {**BASE_dflash2_topk16_f32, 'vocab': 16},
+    {**BASE_dflash2_topk16_f32, 'vocab': 17},
 ]
 FLIPS_dflash2_topk16_f32 = [
     ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_f32, 'rows': 0}),
@@ -313,6 +346,7 @@ def test_dflash2_topk16_f32_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dflash2_topk16_f32 = [
@@ -478,6 +512,17 @@ CASES_dflash2_topk16_bf16 = [
     {**BASE_dflash2_topk16_bf16, 'rows': 16777217, 'vocab': 202048},
     {**BASE_dflash2_topk16_bf16, 'rows': 1000000000, 'vocab': 16},
     {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 268435456},
+    {**BASE_dflash2_topk16_bf16, 'rows': 65535},
+    {**BASE_dflash2_topk16_bf16, 'rows': 65536},
+    {**BASE_dflash2_topk16_bf16, 'rows': 65537},
+    {**BASE_dflash2_topk16_bf16, 'rows': 0},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 524288},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 524289},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 524290},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 15},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 16},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 17},
 ]
 FLIPS_dflash2_topk16_bf16 = [
     ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_bf16, 'rows': 0}),
@@ -496,6 +541,7 @@ def test_dflash2_topk16_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dflash2_topk16_bf16 = [
@@ -666,6 +712,33 @@ CASES_dflash2_selector_walk = [
     {**BASE_dflash2_selector_walk, 'rank': 134217729},
     {**BASE_dflash2_selector_walk, 'batch': 513, 'slots': 8193},
     {**BASE_dflash2_selector_walk, 'batch': 32769, 'rank': 129},
+    {**BASE_dflash2_selector_walk, 'batch': 268435455},
+    {**BASE_dflash2_selector_walk, 'batch': 268435456},
+    {**BASE_dflash2_selector_walk, 'batch': 268435457},
+    {**BASE_dflash2_selector_walk, 'batch': 0},
+    {**BASE_dflash2_selector_walk, 'batch': 2},
+    {**BASE_dflash2_selector_walk, 'rank': 512},
+    {**BASE_dflash2_selector_walk, 'rank': 513},
+    {**BASE_dflash2_selector_walk, 'rank': 514},
+    {**BASE_dflash2_selector_walk, 'rank': 31},
+    {**BASE_dflash2_selector_walk, 'rank': 32},
+    {**BASE_dflash2_selector_walk, 'rank': 33},
+    {**BASE_dflash2_selector_walk, 'rank': 0},
+    {**BASE_dflash2_selector_walk, 'rank': 1},
+    {**BASE_dflash2_selector_walk, 'rank': 2},
+    {**BASE_dflash2_selector_walk, 'rank': 34},
+    {**BASE_dflash2_selector_walk, 'rank': 1023},
+    {**BASE_dflash2_selector_walk, 'rank': 1024},
+    {**BASE_dflash2_selector_walk, 'rank': 1025},
+    {**BASE_dflash2_selector_walk, 'rank': 1026},
+    {**BASE_dflash2_selector_walk, 'slots': 17},
+    {**BASE_dflash2_selector_walk, 'slots': 18},
+    {**BASE_dflash2_selector_walk, 'slots': 0},
+    {**BASE_dflash2_selector_walk, 'slots': 1},
+    {**BASE_dflash2_selector_walk, 'slots': 2},
+    {**BASE_dflash2_selector_walk, 'vocab': 0},
+    {**BASE_dflash2_selector_walk, 'vocab': 1},
+    {**BASE_dflash2_selector_walk, 'vocab': 2},
 ]
 FLIPS_dflash2_selector_walk = [
     ('skip', 0, 'batch == 0', {**BASE_dflash2_selector_walk, 'batch': 0}),
@@ -688,6 +761,7 @@ def test_dflash2_selector_walk_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_dflash2_selector_walk = [
@@ -800,76 +874,63 @@ def test_dflash2_selector_walk_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- chain dflash2_topk16
 
 MEMBERS_dflash2_topk16 = [('dflash2', 'dflash2_topk16_f32', ['rows', 'vocab']), ('dflash2', 'dflash2_topk16_bf16', ['rows', 'vocab'])]
+CASES_dflash2_topk16 = [
+    {'rows': 16, 'vocab': 151936},
+    {'rows': 1, 'vocab': 202048},
+    {'rows': 64, 'vocab': 151936},
+    {'rows': 3, 'vocab': 1000},
+    {'rows': 0, 'vocab': 151936},
+    {'rows': 16, 'vocab': 0},
+    {'rows': 16, 'vocab': 524289},
+    {'rows': 65536, 'vocab': 151936},
+    {'rows': 65535, 'vocab': 151936},
+    {'rows': 65537, 'vocab': 151936},
+    {'rows': 1, 'vocab': 151936},
+    {'rows': 2, 'vocab': 151936},
+    {'rows': 16, 'vocab': 524288},
+    {'rows': 16, 'vocab': 524290},
+    {'rows': 16, 'vocab': 15},
+    {'rows': 16, 'vocab': 16},
+    {'rows': 16, 'vocab': 17},
+]
 
 
-@pytest.mark.parametrize("args", [
-        {'rows': 16, 'vocab': 151936},
-        {'rows': 1, 'vocab': 202048},
-        {'rows': 64, 'vocab': 151936},
-        {'rows': 3, 'vocab': 1000},
-        {'rows': 0, 'vocab': 151936},
-        {'rows': 16, 'vocab': 0},
-        {'rows': 16, 'vocab': 524289},
-        {'rows': 65536, 'vocab': 151936},
-    ])
-def test_dflash2_topk16_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_dflash2_topk16:
+def expect_dflash2_topk16(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_dflash2_topk16):
+        if keys is not None and any(KEY_TYPES_dflash2_topk16[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_dflash2_topk16)
+def test_dflash2_topk16_runs_first_member_that_applies(args):
+    expected = expect_dflash2_topk16(args)
     chain_plan = mod.dflash2_topk16.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_dflash2_topk16[-1][1]
-    else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
 KEY_TYPES_dflash2_topk16 = [{'T': 'f32'}, {'T': 'bf16'}]  # per member: the element type of each dtype key
 
 
 @pytest.mark.parametrize("keys", KEY_TYPES_dflash2_topk16)
-@pytest.mark.parametrize("args", [
-        {'rows': 16, 'vocab': 151936},
-        {'rows': 1, 'vocab': 202048},
-        {'rows': 64, 'vocab': 151936},
-        {'rows': 3, 'vocab': 1000},
-        {'rows': 0, 'vocab': 151936},
-        {'rows': 16, 'vocab': 0},
-        {'rows': 16, 'vocab': 524289},
-        {'rows': 65536, 'vocab': 151936},
-    ])
+@pytest.mark.parametrize("args", CASES_dflash2_topk16)
 def test_dflash2_topk16_picks_members_by_dtype(args, keys):
-    expected, last = None, None
-    for (module_name, kernel, names), types in zip(MEMBERS_dflash2_topk16, KEY_TYPES_dflash2_topk16):
-        if any(types.get(k, v) != v for k, v in keys.items()):
-            continue  # takes other element types: skipped
-        plan = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel).plan(
-            **{n: v for n, v in args.items() if n in names})
-        last = (kernel, plan["code"])
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = last
-            break
+    expected = expect_dflash2_topk16(args, keys)
     chain_plan = mod.dflash2_topk16.plan(**args, **keys)
-    if expected is None:
-        assert not chain_plan["launched"] and (chain_plan["kernel"], chain_plan["code"]) == last
-    else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+    assert (chain_plan["kernel"], chain_plan["code"]) == (expected["kernel"], expected["code"]), args
 
 
 def test_dflash2_topk16_reports_no_instantiation_for_other_dtypes():
-    plan = mod.dflash2_topk16.plan(**[
-        {'rows': 16, 'vocab': 151936},
-        {'rows': 1, 'vocab': 202048},
-        {'rows': 64, 'vocab': 151936},
-        {'rows': 3, 'vocab': 1000},
-        {'rows': 0, 'vocab': 151936},
-        {'rows': 16, 'vocab': 0},
-        {'rows': 16, 'vocab': 524289},
-        {'rows': 65536, 'vocab': 151936},
-    ][0], **{'T': 'f16'})
+    plan = mod.dflash2_topk16.plan(**CASES_dflash2_topk16[0], **{'T': 'f16'})
     assert not plan["launched"] and plan["code"] == 458752
     assert plan["kernel"] == "dflash2_topk16"
     assert "no instantiation for this dtype" in plan["reason"]

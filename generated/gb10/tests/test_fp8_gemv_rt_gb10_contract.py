@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "fp8_gemv_rt", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "4e9d2d87bf7cac3a"
+mod = built_module("gb10", "fp8_gemv_rt", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -120,6 +124,19 @@ CASES_fp8_gemv_tma = [
     {**BASE_fp8_gemv_tma, 'k': 12288, 'n': 4194304, 'rows': 1073741824},
     {**BASE_fp8_gemv_tma, 'k': 1048576, 'n': 4104, 'rows': 9},
     {**BASE_fp8_gemv_tma, 'k': 5, 'n': 2048},
+    {**BASE_fp8_gemv_tma, 'k': 0},
+    {**BASE_fp8_gemv_tma, 'k': 1},
+    {**BASE_fp8_gemv_tma, 'k': 2},
+    {**BASE_fp8_gemv_tma, 'k': 15},
+    {**BASE_fp8_gemv_tma, 'k': 16},
+    {**BASE_fp8_gemv_tma, 'k': 17},
+    {**BASE_fp8_gemv_tma, 'n': 1},
+    {**BASE_fp8_gemv_tma, 'n': 2},
+    {**BASE_fp8_gemv_tma, 'rows': 17},
+    {**BASE_fp8_gemv_tma, 'rows': 18},
+    {**BASE_fp8_gemv_tma, 'rows': 0},
+    {**BASE_fp8_gemv_tma, 'rows': 1},
+    {**BASE_fp8_gemv_tma, 'rows': 2},
 ]
 FLIPS_fp8_gemv_tma = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_tma, 'rows': 0}),
@@ -229,6 +246,32 @@ CASES_fp8_gemv_rt2 = [
     {**BASE_fp8_gemv_rt2, 'k': 2147483649, 'n': 151936, 'rows': 1},
     {**BASE_fp8_gemv_rt2, 'k': 12288, 'n': 2048, 'rows': 8},
     {**BASE_fp8_gemv_rt2, 'k': 100, 'n': 131072, 'rows': 1},
+    {**BASE_fp8_gemv_rt2, 'k': 16384},
+    {**BASE_fp8_gemv_rt2, 'k': 16385},
+    {**BASE_fp8_gemv_rt2, 'k': 16386},
+    {**BASE_fp8_gemv_rt2, 'k': 0},
+    {**BASE_fp8_gemv_rt2, 'k': 1},
+    {**BASE_fp8_gemv_rt2, 'k': 2},
+    {**BASE_fp8_gemv_rt2, 'k': 15},
+    {**BASE_fp8_gemv_rt2, 'k': 16},
+    {**BASE_fp8_gemv_rt2, 'k': 17},
+    {**BASE_fp8_gemv_rt2, 'k': 18},
+    {**BASE_fp8_gemv_rt2, 'k': 32767},
+    {**BASE_fp8_gemv_rt2, 'k': 32768},
+    {**BASE_fp8_gemv_rt2, 'k': 32769},
+    {**BASE_fp8_gemv_rt2, 'k': 32770},
+    {**BASE_fp8_gemv_rt2, 'n': 1536},
+    {**BASE_fp8_gemv_rt2, 'n': 1537},
+    {**BASE_fp8_gemv_rt2, 'n': 1538},
+    {**BASE_fp8_gemv_rt2, 'n': 0},
+    {**BASE_fp8_gemv_rt2, 'n': 1},
+    {**BASE_fp8_gemv_rt2, 'n': 2},
+    {**BASE_fp8_gemv_rt2, 'rows': 8},
+    {**BASE_fp8_gemv_rt2, 'rows': 9},
+    {**BASE_fp8_gemv_rt2, 'rows': 10},
+    {**BASE_fp8_gemv_rt2, 'rows': 0},
+    {**BASE_fp8_gemv_rt2, 'rows': 1},
+    {**BASE_fp8_gemv_rt2, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2, 'rows': 0}),
@@ -249,6 +292,7 @@ def test_fp8_gemv_rt2_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2 = [
@@ -420,6 +464,30 @@ CASES_fp8_gemv_rt2_16 = [
     {**BASE_fp8_gemv_rt2_16, 'k': 16383, 'n': 24576, 'rows': 9},
     {**BASE_fp8_gemv_rt2_16, 'k': 1073741823},
     {**BASE_fp8_gemv_rt2_16, 'k': 2049, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_16, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_16, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_16, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_16, 'k': 0},
+    {**BASE_fp8_gemv_rt2_16, 'k': 1},
+    {**BASE_fp8_gemv_rt2_16, 'k': 2},
+    {**BASE_fp8_gemv_rt2_16, 'k': 15},
+    {**BASE_fp8_gemv_rt2_16, 'k': 17},
+    {**BASE_fp8_gemv_rt2_16, 'k': 18},
+    {**BASE_fp8_gemv_rt2_16, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_16, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_16, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_16, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_16, 'n': 1536},
+    {**BASE_fp8_gemv_rt2_16, 'n': 1537},
+    {**BASE_fp8_gemv_rt2_16, 'n': 1538},
+    {**BASE_fp8_gemv_rt2_16, 'n': 0},
+    {**BASE_fp8_gemv_rt2_16, 'n': 1},
+    {**BASE_fp8_gemv_rt2_16, 'n': 2},
+    {**BASE_fp8_gemv_rt2_16, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_16, 'rows': 18},
+    {**BASE_fp8_gemv_rt2_16, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_16, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_16 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16, 'rows': 0}),
@@ -440,6 +508,7 @@ def test_fp8_gemv_rt2_16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_16 = [
@@ -612,6 +681,33 @@ CASES_fp8_gemv_rt1 = [
     {**BASE_fp8_gemv_rt1, 'n': 1024},
     {**BASE_fp8_gemv_rt1, 'k': 8388607, 'rows': 2047},
     {**BASE_fp8_gemv_rt1, 'k': 1000000000, 'n': 24600, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'k': 16384},
+    {**BASE_fp8_gemv_rt1, 'k': 16385},
+    {**BASE_fp8_gemv_rt1, 'k': 16386},
+    {**BASE_fp8_gemv_rt1, 'k': 0},
+    {**BASE_fp8_gemv_rt1, 'k': 1},
+    {**BASE_fp8_gemv_rt1, 'k': 2},
+    {**BASE_fp8_gemv_rt1, 'k': 15},
+    {**BASE_fp8_gemv_rt1, 'k': 16},
+    {**BASE_fp8_gemv_rt1, 'k': 17},
+    {**BASE_fp8_gemv_rt1, 'k': 18},
+    {**BASE_fp8_gemv_rt1, 'k': 32767},
+    {**BASE_fp8_gemv_rt1, 'k': 32768},
+    {**BASE_fp8_gemv_rt1, 'k': 32769},
+    {**BASE_fp8_gemv_rt1, 'k': 32770},
+    {**BASE_fp8_gemv_rt1, 'n': 3072},
+    {**BASE_fp8_gemv_rt1, 'n': 3073},
+    {**BASE_fp8_gemv_rt1, 'n': 3074},
+    {**BASE_fp8_gemv_rt1, 'n': 1536},
+    {**BASE_fp8_gemv_rt1, 'n': 1537},
+    {**BASE_fp8_gemv_rt1, 'n': 1538},
+    {**BASE_fp8_gemv_rt1, 'n': 0},
+    {**BASE_fp8_gemv_rt1, 'n': 1},
+    {**BASE_fp8_gemv_rt1, 'n': 2},
+    {**BASE_fp8_gemv_rt1, 'rows': 8},
+    {**BASE_fp8_gemv_rt1, 'rows': 9},
+    {**BASE_fp8_gemv_rt1, 'rows': 10},
+    {**BASE_fp8_gemv_rt1, 'rows': 0},
 ]
 FLIPS_fp8_gemv_rt1 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1, 'rows': 0}),
@@ -633,6 +729,7 @@ def test_fp8_gemv_rt1_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt1 = [
@@ -804,6 +901,34 @@ CASES_fp8_gemv_rt1_16 = [
     {**BASE_fp8_gemv_rt1_16, 'k': 17, 'n': 1023},
     {**BASE_fp8_gemv_rt1_16, 'n': 8388609},
     {**BASE_fp8_gemv_rt1_16, 'k': 1025, 'n': 24576},
+    {**BASE_fp8_gemv_rt1_16, 'k': 16384},
+    {**BASE_fp8_gemv_rt1_16, 'k': 16385},
+    {**BASE_fp8_gemv_rt1_16, 'k': 16386},
+    {**BASE_fp8_gemv_rt1_16, 'k': 0},
+    {**BASE_fp8_gemv_rt1_16, 'k': 1},
+    {**BASE_fp8_gemv_rt1_16, 'k': 2},
+    {**BASE_fp8_gemv_rt1_16, 'k': 15},
+    {**BASE_fp8_gemv_rt1_16, 'k': 16},
+    {**BASE_fp8_gemv_rt1_16, 'k': 17},
+    {**BASE_fp8_gemv_rt1_16, 'k': 18},
+    {**BASE_fp8_gemv_rt1_16, 'k': 32767},
+    {**BASE_fp8_gemv_rt1_16, 'k': 32768},
+    {**BASE_fp8_gemv_rt1_16, 'k': 32769},
+    {**BASE_fp8_gemv_rt1_16, 'k': 32770},
+    {**BASE_fp8_gemv_rt1_16, 'n': 3072},
+    {**BASE_fp8_gemv_rt1_16, 'n': 3073},
+    {**BASE_fp8_gemv_rt1_16, 'n': 3074},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1536},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1537},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1538},
+    {**BASE_fp8_gemv_rt1_16, 'n': 0},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1},
+    {**BASE_fp8_gemv_rt1_16, 'n': 2},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 18},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 0},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt1_16 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_16, 'rows': 0}),
@@ -825,6 +950,7 @@ def test_fp8_gemv_rt1_16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt1_16 = [
@@ -997,6 +1123,32 @@ CASES_fp8_gemv_rt2_ks_8 = [
     {**BASE_fp8_gemv_rt2_ks_8, 'n': 2047, 'rows': 2049},
     {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 131072, 'rows': 3},
     {**BASE_fp8_gemv_rt2_ks_8, 'k': 8, 'n': 1024, 'rows': 1048576},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 1},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 15},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 17},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 18},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 384},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 385},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 386},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 513},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 514},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 0},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 1},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 2},
+    {**BASE_fp8_gemv_rt2_ks_8, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_ks_8, 'rows': 10},
+    {**BASE_fp8_gemv_rt2_ks_8, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_ks_8, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_ks_8 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_ks_8, 'rows': 0}),
@@ -1018,6 +1170,7 @@ def test_fp8_gemv_rt2_ks_8_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_ks_8 = [
@@ -1190,6 +1343,34 @@ CASES_fp8_gemv_rt2_ks_4 = [
     {**BASE_fp8_gemv_rt2_ks_4, 'k': 16385, 'n': 536870913},
     {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 32767, 'rows': 268435457},
     {**BASE_fp8_gemv_rt2_ks_4, 'n': 129, 'rows': 4194304},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 0},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 1},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 2},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 15},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 17},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 18},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 768},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 769},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 770},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1025},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1026},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 0},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 2},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 10},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_ks_4 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_ks_4, 'rows': 0}),
@@ -1211,6 +1392,7 @@ def test_fp8_gemv_rt2_ks_4_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_ks_4 = [
@@ -1384,6 +1566,33 @@ CASES_fp8_gemv_rt2_16_ks_8 = [
     {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 5, 'n': 65, 'rows': 32},
     {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 3, 'n': 65, 'rows': 5},
     {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4, 'n': 268435456},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 2},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 15},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 17},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 18},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 384},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 385},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 386},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 513},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 514},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 2},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 18},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_16_ks_8 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 0}),
@@ -1405,6 +1614,7 @@ def test_fp8_gemv_rt2_16_ks_8_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_16_ks_8 = [
@@ -1578,6 +1788,34 @@ CASES_fp8_gemv_rt2_16_ks_4 = [
     {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 67108864, 'n': 1024, 'rows': 513},
     {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 8388609, 'n': 65, 'rows': 5},
     {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 16384, 'rows': 511},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 2},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 15},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 16},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 17},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 18},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 768},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 769},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 770},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1025},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1026},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 2},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 18},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_16_ks_4 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 0}),
@@ -1599,6 +1837,7 @@ def test_fp8_gemv_rt2_16_ks_4_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_16_ks_4 = [
@@ -1769,6 +2008,28 @@ CASES_fp8_gemv_rt2_32 = [
     {**BASE_fp8_gemv_rt2_32, 'n': 65537, 'rows': 524289},
     {**BASE_fp8_gemv_rt2_32, 'k': 1048575, 'n': 128, 'rows': 24},
     {**BASE_fp8_gemv_rt2_32, 'k': 17, 'n': 2048, 'rows': 8192},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_32, 'k': 0},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1},
+    {**BASE_fp8_gemv_rt2_32, 'k': 2},
+    {**BASE_fp8_gemv_rt2_32, 'k': 15},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16},
+    {**BASE_fp8_gemv_rt2_32, 'k': 17},
+    {**BASE_fp8_gemv_rt2_32, 'k': 18},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_32, 'n': 0},
+    {**BASE_fp8_gemv_rt2_32, 'n': 1},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 34},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_32 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32, 'rows': 0}),
@@ -1881,6 +2142,30 @@ CASES_fp8_gemv_rt2_32_ks_8 = [
     {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4, 'n': 1024, 'rows': 17},
     {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 1073741825},
     {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 8388607},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 2},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 15},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 18},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 513},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 514},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 2},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 34},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_32_ks_8 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 0}),
@@ -1994,6 +2279,31 @@ CASES_fp8_gemv_rt2_32_ks_4 = [
     {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4, 'n': 4095, 'rows': 20},
     {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 1048577, 'rows': 8388609},
     {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 16, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 15},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 16},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 18},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1025},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1026},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 2},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 34},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_32_ks_4 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 0}),
@@ -2106,6 +2416,31 @@ CASES_fp8_gemv_rt1_32 = [
     {**BASE_fp8_gemv_rt1_32, 'k': 8388608, 'n': 65536, 'rows': 17},
     {**BASE_fp8_gemv_rt1_32, 'k': 127, 'n': 6144, 'rows': 15},
     {**BASE_fp8_gemv_rt1_32, 'rows': 16385},
+    {**BASE_fp8_gemv_rt1_32, 'k': 16384},
+    {**BASE_fp8_gemv_rt1_32, 'k': 16385},
+    {**BASE_fp8_gemv_rt1_32, 'k': 16386},
+    {**BASE_fp8_gemv_rt1_32, 'k': 0},
+    {**BASE_fp8_gemv_rt1_32, 'k': 1},
+    {**BASE_fp8_gemv_rt1_32, 'k': 2},
+    {**BASE_fp8_gemv_rt1_32, 'k': 15},
+    {**BASE_fp8_gemv_rt1_32, 'k': 16},
+    {**BASE_fp8_gemv_rt1_32, 'k': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 18},
+    {**BASE_fp8_gemv_rt1_32, 'k': 32767},
+    {**BASE_fp8_gemv_rt1_32, 'k': 32768},
+    {**BASE_fp8_gemv_rt1_32, 'k': 32769},
+    {**BASE_fp8_gemv_rt1_32, 'k': 32770},
+    {**BASE_fp8_gemv_rt1_32, 'n': 1536},
+    {**BASE_fp8_gemv_rt1_32, 'n': 1537},
+    {**BASE_fp8_gemv_rt1_32, 'n': 1538},
+    {**BASE_fp8_gemv_rt1_32, 'n': 0},
+    {**BASE_fp8_gemv_rt1_32, 'n': 1},
+    {**BASE_fp8_gemv_rt1_32, 'n': 2},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 34},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 0},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt1_32 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_32, 'rows': 0}),
@@ -2218,6 +2553,26 @@ CASES_fp8_gemv_rt2_64 = [
     {**BASE_fp8_gemv_rt2_64, 'k': 0},
     {**BASE_fp8_gemv_rt2_64, 'k': 8388609, 'n': 2048, 'rows': 8},
     {**BASE_fp8_gemv_rt2_64, 'k': 134217727, 'n': 67108865, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_64, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_64, 'k': 1},
+    {**BASE_fp8_gemv_rt2_64, 'k': 2},
+    {**BASE_fp8_gemv_rt2_64, 'k': 15},
+    {**BASE_fp8_gemv_rt2_64, 'k': 16},
+    {**BASE_fp8_gemv_rt2_64, 'k': 17},
+    {**BASE_fp8_gemv_rt2_64, 'k': 18},
+    {**BASE_fp8_gemv_rt2_64, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_64, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_64, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_64, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_64, 'n': 0},
+    {**BASE_fp8_gemv_rt2_64, 'n': 1},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 66},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_64 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64, 'rows': 0}),
@@ -2329,6 +2684,30 @@ CASES_fp8_gemv_rt2_64_ks_8 = [
     {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 4095, 'rows': 24},
     {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 257, 'n': 513, 'rows': 33},
     {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 0, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 2},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 15},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 16},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 17},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 18},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 513},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 514},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 2},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 66},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_64_ks_8 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 0}),
@@ -2442,6 +2821,31 @@ CASES_fp8_gemv_rt2_64_ks_4 = [
     {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 4097, 'rows': 49},
     {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4119, 'n': 65, 'rows': 49},
     {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 1025, 'rows': 1024},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 2},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 15},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 17},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 18},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1025},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1026},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 2},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 66},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_64_ks_4 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 0}),
@@ -2554,6 +2958,31 @@ CASES_fp8_gemv_rt1_64 = [
     {**BASE_fp8_gemv_rt1_64, 'k': 5, 'n': 8388608},
     {**BASE_fp8_gemv_rt1_64, 'k': 4095},
     {**BASE_fp8_gemv_rt1_64, 'n': 268435457, 'rows': 2147483647},
+    {**BASE_fp8_gemv_rt1_64, 'k': 16384},
+    {**BASE_fp8_gemv_rt1_64, 'k': 16385},
+    {**BASE_fp8_gemv_rt1_64, 'k': 16386},
+    {**BASE_fp8_gemv_rt1_64, 'k': 0},
+    {**BASE_fp8_gemv_rt1_64, 'k': 1},
+    {**BASE_fp8_gemv_rt1_64, 'k': 2},
+    {**BASE_fp8_gemv_rt1_64, 'k': 15},
+    {**BASE_fp8_gemv_rt1_64, 'k': 16},
+    {**BASE_fp8_gemv_rt1_64, 'k': 17},
+    {**BASE_fp8_gemv_rt1_64, 'k': 18},
+    {**BASE_fp8_gemv_rt1_64, 'k': 32767},
+    {**BASE_fp8_gemv_rt1_64, 'k': 32768},
+    {**BASE_fp8_gemv_rt1_64, 'k': 32769},
+    {**BASE_fp8_gemv_rt1_64, 'k': 32770},
+    {**BASE_fp8_gemv_rt1_64, 'n': 1536},
+    {**BASE_fp8_gemv_rt1_64, 'n': 1537},
+    {**BASE_fp8_gemv_rt1_64, 'n': 1538},
+    {**BASE_fp8_gemv_rt1_64, 'n': 0},
+    {**BASE_fp8_gemv_rt1_64, 'n': 1},
+    {**BASE_fp8_gemv_rt1_64, 'n': 2},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 65},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 66},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 0},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt1_64 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64, 'rows': 0}),
@@ -2666,6 +3095,31 @@ CASES_fp8_gemv_rt1_64_128 = [
     {**BASE_fp8_gemv_rt1_64_128, 'rows': 262144},
     {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 63},
     {**BASE_fp8_gemv_rt1_64_128, 'k': 16384, 'n': 150000, 'rows': 4097},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16384},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16385},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16386},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 0},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 1},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 2},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 15},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 17},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 18},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32767},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32768},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32769},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32770},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 24576},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 24577},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 24578},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 0},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 1},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 2},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 65},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 66},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 0},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt1_64_128 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64_128, 'rows': 0}),
@@ -2779,6 +3233,25 @@ CASES_fp8_gemv_rt2_16_x3 = [
     {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 536870913, 'n1': 2147483647, 'n2': 0, 'rows': 4},
     {**BASE_fp8_gemv_rt2_16_x3, 'rows': 4194303},
     {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 1073741823, 'n1': 0, 'n2': 65535, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16385},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16386},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 0},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 2},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 15},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 17},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 18},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 32767},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 32768},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 32769},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 32770},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 18},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt2_16_x3 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_x3, 'rows': 0}),
@@ -2799,6 +3272,7 @@ def test_fp8_gemv_rt2_16_x3_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt2_16_x3 = [
@@ -2989,6 +3463,25 @@ CASES_fp8_gemv_rt1_16_x3 = [
     {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 536870912},
     {**BASE_fp8_gemv_rt1_16_x3, 'rows': 257},
     {**BASE_fp8_gemv_rt1_16_x3, 'k': 1073741825, 'n0': 1024, 'n1': 0, 'n2': 2},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16384},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16385},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16386},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 2},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 15},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 17},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 18},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 32767},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 32768},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 32769},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 32770},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 18},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 2},
 ]
 FLIPS_fp8_gemv_rt1_16_x3 = [
     ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_16_x3, 'rows': 0}),
@@ -3010,6 +3503,7 @@ def test_fp8_gemv_rt1_16_x3_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fp8_gemv_rt1_16_x3 = [
@@ -3130,161 +3624,432 @@ def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- chain fp8_gemv_rt2_ks
 
 MEMBERS_fp8_gemv_rt2_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k'])]
+CASES_fp8_gemv_rt2_ks = [
+    {'k': 4096, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 1024, 'rows': 8},
+    {'k': 16, 'n': 100, 'rows': 3},
+    {'k': 4096, 'n': 512, 'rows': 0},
+    {'k': 4096, 'n': 0, 'rows': 1},
+    {'k': 0, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 512, 'rows': 9},
+    {'k': 4095, 'n': 512, 'rows': 1},
+    {'k': 32768, 'n': 512, 'rows': 1},
+    {'k': 16384, 'n': 512, 'rows': 1},
+    {'k': 16385, 'n': 512, 'rows': 1},
+    {'k': 16386, 'n': 512, 'rows': 1},
+    {'k': 1, 'n': 512, 'rows': 1},
+    {'k': 2, 'n': 512, 'rows': 1},
+    {'k': 15, 'n': 512, 'rows': 1},
+    {'k': 16, 'n': 512, 'rows': 1},
+    {'k': 17, 'n': 512, 'rows': 1},
+    {'k': 18, 'n': 512, 'rows': 1},
+    {'k': 32767, 'n': 512, 'rows': 1},
+    {'k': 32769, 'n': 512, 'rows': 1},
+    {'k': 32770, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 384, 'rows': 1},
+    {'k': 4096, 'n': 385, 'rows': 1},
+    {'k': 4096, 'n': 386, 'rows': 1},
+    {'k': 4096, 'n': 513, 'rows': 1},
+    {'k': 4096, 'n': 514, 'rows': 1},
+    {'k': 4096, 'n': 1, 'rows': 1},
+    {'k': 4096, 'n': 2, 'rows': 1},
+    {'k': 4096, 'n': 512, 'rows': 8},
+    {'k': 4096, 'n': 512, 'rows': 10},
+    {'k': 4096, 'n': 512, 'rows': 2},
+    {'k': 4096, 'n': 1025, 'rows': 1},
+    {'k': 4096, 'n': 768, 'rows': 1},
+    {'k': 4096, 'n': 769, 'rows': 1},
+    {'k': 4096, 'n': 770, 'rows': 1},
+    {'k': 4096, 'n': 1024, 'rows': 1},
+    {'k': 4096, 'n': 1026, 'rows': 1},
+]
+OTHER_ARGS_fp8_gemv_rt2_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'n': 512, 'rows': 1},
-        {'k': 4096, 'n': 1024, 'rows': 8},
-        {'k': 16, 'n': 100, 'rows': 3},
-        {'k': 4096, 'n': 512, 'rows': 0},
-        {'k': 4096, 'n': 0, 'rows': 1},
-        {'k': 0, 'n': 512, 'rows': 1},
-        {'k': 4096, 'n': 512, 'rows': 9},
-        {'k': 4095, 'n': 512, 'rows': 1},
-        {'k': 32768, 'n': 512, 'rows': 1},
-        {'k': 4096, 'n': 1025, 'rows': 1},
-    ])
-def test_fp8_gemv_rt2_ks_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_ks:
+def expect_fp8_gemv_rt2_ks(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_fp8_gemv_rt2_ks):
+        if keys is not None and any(KEY_TYPES_fp8_gemv_rt2_ks[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks)
+def test_fp8_gemv_rt2_ks_runs_first_member_that_applies(args):
+    expected = expect_fp8_gemv_rt2_ks(args)
     chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_ks[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks)
+def test_fp8_gemv_rt2_ks_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
+    full = {**OTHER_ARGS_fp8_gemv_rt2_ks, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.fp8_gemv_rt2_ks(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.fp8_gemv_rt2_ks(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.fp8_gemv_rt2_ks(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain fp8_gemv_rt2_16_ks
 
 MEMBERS_fp8_gemv_rt2_16_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k'])]
+CASES_fp8_gemv_rt2_16_ks = [
+    {'k': 4096, 'n': 512, 'rows': 16},
+    {'k': 4096, 'n': 256, 'rows': 9},
+    {'k': 12288, 'n': 1024, 'rows': 16},
+    {'k': 4112, 'n': 65, 'rows': 5},
+    {'k': 4096, 'n': 512, 'rows': 0},
+    {'k': 4096, 'n': 0, 'rows': 16},
+    {'k': 0, 'n': 512, 'rows': 16},
+    {'k': 4096, 'n': 512, 'rows': 17},
+    {'k': 4095, 'n': 512, 'rows': 16},
+    {'k': 32768, 'n': 512, 'rows': 16},
+    {'k': 16384, 'n': 512, 'rows': 16},
+    {'k': 16385, 'n': 512, 'rows': 16},
+    {'k': 16386, 'n': 512, 'rows': 16},
+    {'k': 1, 'n': 512, 'rows': 16},
+    {'k': 2, 'n': 512, 'rows': 16},
+    {'k': 15, 'n': 512, 'rows': 16},
+    {'k': 16, 'n': 512, 'rows': 16},
+    {'k': 17, 'n': 512, 'rows': 16},
+    {'k': 18, 'n': 512, 'rows': 16},
+    {'k': 32767, 'n': 512, 'rows': 16},
+    {'k': 32769, 'n': 512, 'rows': 16},
+    {'k': 32770, 'n': 512, 'rows': 16},
+    {'k': 4096, 'n': 384, 'rows': 16},
+    {'k': 4096, 'n': 385, 'rows': 16},
+    {'k': 4096, 'n': 386, 'rows': 16},
+    {'k': 4096, 'n': 513, 'rows': 16},
+    {'k': 4096, 'n': 514, 'rows': 16},
+    {'k': 4096, 'n': 1, 'rows': 16},
+    {'k': 4096, 'n': 2, 'rows': 16},
+    {'k': 4096, 'n': 512, 'rows': 18},
+    {'k': 4096, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 512, 'rows': 2},
+    {'k': 4096, 'n': 1025, 'rows': 16},
+    {'k': 4096, 'n': 768, 'rows': 16},
+    {'k': 4096, 'n': 769, 'rows': 16},
+    {'k': 4096, 'n': 770, 'rows': 16},
+    {'k': 4096, 'n': 1024, 'rows': 16},
+    {'k': 4096, 'n': 1026, 'rows': 16},
+]
+OTHER_ARGS_fp8_gemv_rt2_16_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'n': 512, 'rows': 16},
-        {'k': 4096, 'n': 256, 'rows': 9},
-        {'k': 12288, 'n': 1024, 'rows': 16},
-        {'k': 4112, 'n': 65, 'rows': 5},
-        {'k': 4096, 'n': 512, 'rows': 0},
-        {'k': 4096, 'n': 0, 'rows': 16},
-        {'k': 0, 'n': 512, 'rows': 16},
-        {'k': 4096, 'n': 512, 'rows': 17},
-        {'k': 4095, 'n': 512, 'rows': 16},
-        {'k': 32768, 'n': 512, 'rows': 16},
-        {'k': 4096, 'n': 1025, 'rows': 16},
-    ])
-def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_16_ks:
+def expect_fp8_gemv_rt2_16_ks(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_fp8_gemv_rt2_16_ks):
+        if keys is not None and any(KEY_TYPES_fp8_gemv_rt2_16_ks[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks)
+def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
+    expected = expect_fp8_gemv_rt2_16_ks(args)
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_16_ks[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks)
+def test_fp8_gemv_rt2_16_ks_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.fp8_gemv_rt2_16_ks(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.fp8_gemv_rt2_16_ks(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.fp8_gemv_rt2_16_ks(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain fp8_gemv_rt2_32_ks
 
 MEMBERS_fp8_gemv_rt2_32_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_4', ['rows', 'n', 'k'])]
+CASES_fp8_gemv_rt2_32_ks = [
+    {'k': 4096, 'n': 512, 'rows': 32},
+    {'k': 12288, 'n': 1024, 'rows': 17},
+    {'k': 4112, 'n': 65, 'rows': 20},
+    {'k': 4096, 'n': 512, 'rows': 0},
+    {'k': 4096, 'n': 0, 'rows': 32},
+    {'k': 0, 'n': 512, 'rows': 32},
+    {'k': 4096, 'n': 512, 'rows': 33},
+    {'k': 4095, 'n': 512, 'rows': 32},
+    {'k': 32768, 'n': 512, 'rows': 32},
+    {'k': 16384, 'n': 512, 'rows': 32},
+    {'k': 16385, 'n': 512, 'rows': 32},
+    {'k': 16386, 'n': 512, 'rows': 32},
+    {'k': 1, 'n': 512, 'rows': 32},
+    {'k': 2, 'n': 512, 'rows': 32},
+    {'k': 15, 'n': 512, 'rows': 32},
+    {'k': 16, 'n': 512, 'rows': 32},
+    {'k': 17, 'n': 512, 'rows': 32},
+    {'k': 18, 'n': 512, 'rows': 32},
+    {'k': 32767, 'n': 512, 'rows': 32},
+    {'k': 32769, 'n': 512, 'rows': 32},
+    {'k': 32770, 'n': 512, 'rows': 32},
+    {'k': 4096, 'n': 513, 'rows': 32},
+    {'k': 4096, 'n': 514, 'rows': 32},
+    {'k': 4096, 'n': 1, 'rows': 32},
+    {'k': 4096, 'n': 2, 'rows': 32},
+    {'k': 4096, 'n': 512, 'rows': 34},
+    {'k': 4096, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 512, 'rows': 2},
+    {'k': 4096, 'n': 1025, 'rows': 32},
+    {'k': 4096, 'n': 1024, 'rows': 32},
+    {'k': 4096, 'n': 1026, 'rows': 32},
+]
+OTHER_ARGS_fp8_gemv_rt2_32_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'n': 512, 'rows': 32},
-        {'k': 12288, 'n': 1024, 'rows': 17},
-        {'k': 4112, 'n': 65, 'rows': 20},
-        {'k': 4096, 'n': 512, 'rows': 0},
-        {'k': 4096, 'n': 0, 'rows': 32},
-        {'k': 0, 'n': 512, 'rows': 32},
-        {'k': 4096, 'n': 512, 'rows': 33},
-        {'k': 4095, 'n': 512, 'rows': 32},
-        {'k': 32768, 'n': 512, 'rows': 32},
-        {'k': 4096, 'n': 1025, 'rows': 32},
-    ])
-def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_32_ks:
+def expect_fp8_gemv_rt2_32_ks(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_fp8_gemv_rt2_32_ks):
+        if keys is not None and any(KEY_TYPES_fp8_gemv_rt2_32_ks[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks)
+def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
+    expected = expect_fp8_gemv_rt2_32_ks(args)
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_32_ks[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks)
+def test_fp8_gemv_rt2_32_ks_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
+    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.fp8_gemv_rt2_32_ks(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.fp8_gemv_rt2_32_ks(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.fp8_gemv_rt2_32_ks(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain fp8_gemv_rt2_64_ks
 
 MEMBERS_fp8_gemv_rt2_64_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_64_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_64_ks_4', ['rows', 'n', 'k'])]
+CASES_fp8_gemv_rt2_64_ks = [
+    {'k': 4096, 'n': 512, 'rows': 64},
+    {'k': 12288, 'n': 1024, 'rows': 33},
+    {'k': 4112, 'n': 65, 'rows': 49},
+    {'k': 4096, 'n': 512, 'rows': 0},
+    {'k': 4096, 'n': 0, 'rows': 64},
+    {'k': 0, 'n': 512, 'rows': 64},
+    {'k': 4096, 'n': 512, 'rows': 65},
+    {'k': 4095, 'n': 512, 'rows': 64},
+    {'k': 32768, 'n': 512, 'rows': 64},
+    {'k': 16384, 'n': 512, 'rows': 64},
+    {'k': 16385, 'n': 512, 'rows': 64},
+    {'k': 16386, 'n': 512, 'rows': 64},
+    {'k': 1, 'n': 512, 'rows': 64},
+    {'k': 2, 'n': 512, 'rows': 64},
+    {'k': 15, 'n': 512, 'rows': 64},
+    {'k': 16, 'n': 512, 'rows': 64},
+    {'k': 17, 'n': 512, 'rows': 64},
+    {'k': 18, 'n': 512, 'rows': 64},
+    {'k': 32767, 'n': 512, 'rows': 64},
+    {'k': 32769, 'n': 512, 'rows': 64},
+    {'k': 32770, 'n': 512, 'rows': 64},
+    {'k': 4096, 'n': 513, 'rows': 64},
+    {'k': 4096, 'n': 514, 'rows': 64},
+    {'k': 4096, 'n': 1, 'rows': 64},
+    {'k': 4096, 'n': 2, 'rows': 64},
+    {'k': 4096, 'n': 512, 'rows': 66},
+    {'k': 4096, 'n': 512, 'rows': 1},
+    {'k': 4096, 'n': 512, 'rows': 2},
+    {'k': 4096, 'n': 1025, 'rows': 64},
+    {'k': 4096, 'n': 1024, 'rows': 64},
+    {'k': 4096, 'n': 1026, 'rows': 64},
+]
+OTHER_ARGS_fp8_gemv_rt2_64_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'n': 512, 'rows': 64},
-        {'k': 12288, 'n': 1024, 'rows': 33},
-        {'k': 4112, 'n': 65, 'rows': 49},
-        {'k': 4096, 'n': 512, 'rows': 0},
-        {'k': 4096, 'n': 0, 'rows': 64},
-        {'k': 0, 'n': 512, 'rows': 64},
-        {'k': 4096, 'n': 512, 'rows': 65},
-        {'k': 4095, 'n': 512, 'rows': 64},
-        {'k': 32768, 'n': 512, 'rows': 64},
-        {'k': 4096, 'n': 1025, 'rows': 64},
-    ])
-def test_fp8_gemv_rt2_64_ks_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_64_ks:
+def expect_fp8_gemv_rt2_64_ks(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_fp8_gemv_rt2_64_ks):
+        if keys is not None and any(KEY_TYPES_fp8_gemv_rt2_64_ks[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks)
+def test_fp8_gemv_rt2_64_ks_runs_first_member_that_applies(args):
+    expected = expect_fp8_gemv_rt2_64_ks(args)
     chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_64_ks[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks)
+def test_fp8_gemv_rt2_64_ks_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.fp8_gemv_rt2_64_ks(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.fp8_gemv_rt2_64_ks(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.fp8_gemv_rt2_64_ks(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args
 
 
 # ---------------------------------------------------------------- chain fp8_gemv_16_x3
 
 MEMBERS_fp8_gemv_16_x3 = [('fp8_gemv_rt', 'fp8_gemv_rt1_16_x3', ['rows', 'n0', 'n1', 'n2', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_x3', ['rows', 'n0', 'n1', 'n2', 'k'])]
+CASES_fp8_gemv_16_x3 = [
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 4096, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 9},
+    {'k': 4096, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 16},
+    {'k': 16, 'n0': 4096, 'n1': 4096, 'n2': 64, 'rows': 1},
+    {'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 0},
+    {'k': 0, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 17},
+    {'k': 4095, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 32768, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 16384, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 16385, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 16386, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 1, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 2, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 15, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 16, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 17, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 18, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 32767, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 32769, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 32770, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 18},
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 1},
+    {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 2},
+    {'k': 4096, 'n0': 100, 'n1': 0, 'n2': 65, 'rows': 9},
+    {'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
+]
+OTHER_ARGS_fp8_gemv_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
-        {'k': 4096, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 9},
-        {'k': 4096, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 16},
-        {'k': 16, 'n0': 4096, 'n1': 4096, 'n2': 64, 'rows': 1},
-        {'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
-        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 0},
-        {'k': 0, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
-        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 17},
-        {'k': 4095, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
-        {'k': 32768, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
-        {'k': 4096, 'n0': 100, 'n1': 0, 'n2': 65, 'rows': 9},
-        {'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
-    ])
-def test_fp8_gemv_16_x3_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_fp8_gemv_16_x3:
+def expect_fp8_gemv_16_x3(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_fp8_gemv_16_x3):
+        if keys is not None and any(KEY_TYPES_fp8_gemv_16_x3[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_16_x3)
+def test_fp8_gemv_16_x3_runs_first_member_that_applies(args):
+    expected = expect_fp8_gemv_16_x3(args)
     chain_plan = mod.fp8_gemv_16_x3.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_16_x3[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_16_x3)
+def test_fp8_gemv_16_x3_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.fp8_gemv_16_x3.plan(**args)
+    full = {**OTHER_ARGS_fp8_gemv_16_x3, **args}
+    if chain_plan["launched"]:
+        if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.fp8_gemv_16_x3(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.fp8_gemv_16_x3(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.fp8_gemv_16_x3(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args

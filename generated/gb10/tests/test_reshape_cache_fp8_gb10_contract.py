@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "reshape_cache_fp8", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "056a5cd2b7e45b62"
+mod = built_module("gb10", "reshape_cache_fp8", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -100,6 +104,18 @@ CASES_reshape_cache_fp8 = [
     {**BASE_reshape_cache_fp8, 'block_size': 256, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 65, 'num_tokens': 63},
     {**BASE_reshape_cache_fp8, 'head_dim': 5, 'num_blocks': 1024, 'num_kv_heads': 33554432, 'num_tokens': 8192},
     {**BASE_reshape_cache_fp8, 'block_size': 32, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 4194303},
+    {**BASE_reshape_cache_fp8, 'block_size': 0},
+    {**BASE_reshape_cache_fp8, 'block_size': 1},
+    {**BASE_reshape_cache_fp8, 'block_size': 2},
+    {**BASE_reshape_cache_fp8, 'head_dim': 0},
+    {**BASE_reshape_cache_fp8, 'head_dim': 1},
+    {**BASE_reshape_cache_fp8, 'head_dim': 2},
+    {**BASE_reshape_cache_fp8, 'num_kv_heads': 0},
+    {**BASE_reshape_cache_fp8, 'num_kv_heads': 1},
+    {**BASE_reshape_cache_fp8, 'num_kv_heads': 2},
+    {**BASE_reshape_cache_fp8, 'num_tokens': 0},
+    {**BASE_reshape_cache_fp8, 'num_tokens': 1},
+    {**BASE_reshape_cache_fp8, 'num_tokens': 2},
 ]
 FLIPS_reshape_cache_fp8 = [
     ('skip', 0, 'num_tokens == 0', {**BASE_reshape_cache_fp8, 'num_tokens': 0}),
@@ -118,6 +134,7 @@ def test_reshape_cache_fp8_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_reshape_cache_fp8 = [

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("gb10", "residual_rms_norm", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "cce64aa94dd3d331"
+mod = built_module("gb10", "residual_rms_norm", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -96,6 +100,18 @@ CASES_residual_rms_norm_bf16 = [
     {**BASE_residual_rms_norm_bf16, 'hidden': 67108865, 'rows': 1},
     {**BASE_residual_rms_norm_bf16, 'hidden': 134217727},
     {**BASE_residual_rms_norm_bf16, 'hidden': 1023, 'rows': 4097},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 0},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 1},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 2},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 8},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 9},
+    {**BASE_residual_rms_norm_bf16, 'hidden': 10},
+    {**BASE_residual_rms_norm_bf16, 'rows': 0},
+    {**BASE_residual_rms_norm_bf16, 'rows': 1},
+    {**BASE_residual_rms_norm_bf16, 'rows': 2},
+    {**BASE_residual_rms_norm_bf16, 'rows': 2147483647},
+    {**BASE_residual_rms_norm_bf16, 'rows': 2147483648},
+    {**BASE_residual_rms_norm_bf16, 'rows': 2147483649},
 ]
 FLIPS_residual_rms_norm_bf16 = [
     ('skip', 0, 'rows == 0', {**BASE_residual_rms_norm_bf16, 'rows': 0}),
@@ -113,6 +129,7 @@ def test_residual_rms_norm_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_residual_rms_norm_bf16 = [

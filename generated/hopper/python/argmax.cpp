@@ -39,6 +39,7 @@ PYBIND11_MODULE(argmax, kg_module) {
   kg_module.doc() = "Row-wise argmax of bf16 logits to int32 indices (torch.argmax semantics).\012\012Generated from specs/argmax.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_ARGMAX");
+  kg_module.attr("PLAN_DIGEST") = "0972663118cf0f8e";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_argmax_bf16[] = { kg_argmax__argmax_bf16__info() };
   static const LauncherSpec kg_spec_argmax_bf16 = {

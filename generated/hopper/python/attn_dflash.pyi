@@ -9,6 +9,7 @@ from kernelgen_ops import Outcome as _kg_Outcome
 
 TARGET: str
 KILL_SWITCH: str | None
+PLAN_DIGEST: str
 
 class _kg_CudaArrayInterface(_kg_Protocol):
     @property

@@ -106,6 +106,7 @@ PYBIND11_MODULE(attn_prefill, kg_module) {
   kg_module.doc() = "Flash-attention prefill, 64 query rows per CTA (4 warps x 16 rows), BF16 in/out with f32 softmax and accumulation, over a paged KV cache or contiguous q/k/v; causal or not, optional sliding window, grouped-query attention, head_dim 64 / 128 / 256.\012\012Generated from specs/attn_prefill.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::none();
+  kg_module.attr("PLAN_DIGEST") = "2325e6d0601c6629";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_prefill_paged_64[] = { kg_attn_prefill__attn_prefill_paged_64__info() };
   static const LauncherSpec kg_spec_attn_prefill_paged_64 = {

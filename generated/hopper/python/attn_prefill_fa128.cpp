@@ -136,6 +136,7 @@ PYBIND11_MODULE(attn_prefill_fa128, kg_module) {
   kg_module.doc() = "128-row \"twins\" of the 64-row prefill attention kernels for head_dim 256, causal, no sliding window: 8 warps x 16 query rows per CTA, one 32-row K tile and one 32-row V tile in shared memory (each read once per 128 query rows), the V load overlapping QK^T / softmax and the next K load overlapping PV. On hopper (sm_90a) the products are warpgroup MMAs (wgmma); on gb10, per-warp mma.sync. Outputs are bit-identical to attn_prefill's 64-row kernels.\012\012Generated from specs/attn_prefill_fa128.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_ATTN_FA128");
+  kg_module.attr("PLAN_DIGEST") = "12206a82075bdd0a";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_prefill_fa128_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info() };
   static const LauncherSpec kg_spec_attn_prefill_fa128_paged = {

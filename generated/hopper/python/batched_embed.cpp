@@ -41,6 +41,7 @@ PYBIND11_MODULE(batched_embed, kg_module) {
   kg_module.doc() = "Embedding-table gather of bf16 rows by int32 ids; out-of-range ids give zero rows.\012\012Generated from specs/batched_embed.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_BATCHED_EMBED");
+  kg_module.attr("PLAN_DIGEST") = "e1cdcd3cfae2d0e3";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_batched_embed_bf16[] = { kg_batched_embed__batched_embed_bf16__info() };
   static const LauncherSpec kg_spec_batched_embed_bf16 = {

@@ -140,6 +140,7 @@ PYBIND11_MODULE(dflash2, kg_module) {
   kg_module.doc() = "DFlash2 draft-head ops: the two-tap grouped dynamic convolution over blocks of 16 rows, the per-row top-16 of the logits with unary scores, and the candidate selector's greedy walk over per-slot 16 x 16 score tables.\012\012Generated from specs/dflash2.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH2");
+  kg_module.attr("PLAN_DIGEST") = "016b93d8a46d25f8";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_conv2[] = { kg_dflash2__dflash2_conv2__info() };
   static const LauncherSpec kg_spec_dflash2_conv2 = {

@@ -155,6 +155,7 @@ PYBIND11_MODULE(fp8_linear, kg_module) {
   kg_module.doc() = "FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the register-tiled GEMVs of fp8_gemv_rt first (up to 16 rows; 64 on hopper), then the tile GEMMs.\012\012Generated from specs/fp8_linear.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_LINEAR");
+  kg_module.attr("PLAN_DIGEST") = "f64b7db1dfe43e23";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_quantize_bf16_to_fp8[] = { kg_fp8_linear__quantize_bf16_to_fp8__info() };
   static const LauncherSpec kg_spec_quantize_bf16_to_fp8 = {

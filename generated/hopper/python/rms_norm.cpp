@@ -41,6 +41,7 @@ PYBIND11_MODULE(rms_norm, kg_module) {
   kg_module.doc() = "RMS norm over the last dimension of a bf16 matrix, f32 accumulation.\012\012Generated from specs/rms_norm.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RMS_NORM");
+  kg_module.attr("PLAN_DIGEST") = "6999020ad1e8dce2";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_rms_norm_bf16[] = { kg_rms_norm__rms_norm_bf16__info() };
   static const LauncherSpec kg_spec_rms_norm_bf16 = {

@@ -46,6 +46,7 @@ PYBIND11_MODULE(rope_qwen3, kg_module) {
   kg_module.doc() = "Qwen3 query/key preparation in place: per-head RMS norm (q_norm / k_norm) then rotary embedding (rotate-half pairs i, i + 64) at per-token positions, head_dim 128, bf16.\012\012Generated from specs/rope_qwen3.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_ROPE_QWEN3");
+  kg_module.attr("PLAN_DIGEST") = "c3618cd5b9957096";  // what the plans depend on; the contract tests compare it
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_rope_qwen3[] = { kg_rope_qwen3__rope_qwen3__info() };
   static const LauncherSpec kg_spec_rope_qwen3 = {

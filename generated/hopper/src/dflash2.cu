@@ -660,37 +660,58 @@ kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, co
 
 // dflash2_topk16: Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.
 kernelgen::Outcome dflash2_topk16(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::dflash2::dflash2_topk16_f32(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 kernelgen::Outcome dflash2_topk16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
-  kernelgen::Outcome kg_o;
+  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target
+  bool kg_present = false;
   kg_o = kernelgen::dflash2::dflash2_topk16_bf16(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+    kg_r = kg_o;
+    kg_present = true;
+  }
+  return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
 namespace {
 // By element-type masks (kg_dtypes_T): the C ABI's entry point.
 kernelgen::Outcome kg_by_dtype_dflash2_topk16(void* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, cudaStream_t stream) {
   kernelgen::Outcome kg_o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kg_info_dflash2_topk16};
+  kernelgen::Outcome kg_r;  // the last outcome of a matching kernel present on this target
+  bool kg_present = false;
   if ((kg_dtypes_T & (1u << 3)) != 0) {
     kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+    if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+      kg_r = kg_o;
+      kg_present = true;
+    }
   }
   if ((kg_dtypes_T & (1u << 1)) != 0) {
     kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+    if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
+      kg_r = kg_o;
+      kg_present = true;
+    }
   }
-  return kg_o;  // none applies: the last matching kernel's reason
+  return kg_present ? kg_r : kg_o;  // none applies: the last present matching kernel's reason
 }
 }  // namespace
 
 kg_plan plan_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int32_t* kg_kernel) {
-  kg_plan kg_p = {};
+  kg_plan kg_p = {}, kg_r = {};  // kg_r: the last plan of a matching kernel present on this target
+  int32_t kg_ri = -1;
   kg_p.code = KG_CODE(KG_NL_NO_INSTANCE, 0);
   kg_p.variant = -1;
   if (kg_kernel != nullptr) *kg_kernel = 2;
@@ -698,13 +719,23 @@ kg_plan plan_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T,
     kg_p = kernelgen::dflash2::plan_dflash2_topk16_f32(rows, vocab);
     if (kg_kernel != nullptr) *kg_kernel = 0;
     if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+    if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+      kg_r = kg_p;
+      kg_ri = 0;
+    }
   }
   if ((kg_dtypes_T & (1u << 1)) != 0) {
     kg_p = kernelgen::dflash2::plan_dflash2_topk16_bf16(rows, vocab);
     if (kg_kernel != nullptr) *kg_kernel = 1;
     if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+    if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
+      kg_r = kg_p;
+      kg_ri = 1;
+    }
   }
-  return kg_p;
+  if (kg_ri < 0) return kg_p;
+  if (kg_kernel != nullptr) *kg_kernel = kg_ri;
+  return kg_r;
 }
 
 }  // namespace kernelgen::dflash2

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "attn_prefill", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "2325e6d0601c6629"
+mod = built_module("hopper", "attn_prefill", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -92,6 +96,38 @@ CASES_attn_prefill_paged_64 = [
     {**BASE_attn_prefill_paged_64, 'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 513},
     {**BASE_attn_prefill_paged_64, 'num_q_heads': 513, 'q_len': 268435456},
     {**BASE_attn_prefill_paged_64, 'cache_block_size': 32, 'causal': 513, 'head_dim': 128, 'kv_len': 32, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0},
+    {**BASE_attn_prefill_paged_64, 'cache_block_size': 0},
+    {**BASE_attn_prefill_paged_64, 'cache_block_size': 1},
+    {**BASE_attn_prefill_paged_64, 'cache_block_size': 2},
+    {**BASE_attn_prefill_paged_64, 'head_dim': 63},
+    {**BASE_attn_prefill_paged_64, 'head_dim': 65},
+    {**BASE_attn_prefill_paged_64, 'head_dim': 66},
+    {**BASE_attn_prefill_paged_64, 'kv_len': 1073741824},
+    {**BASE_attn_prefill_paged_64, 'kv_len': 1073741825},
+    {**BASE_attn_prefill_paged_64, 'kv_len': 1073741826},
+    {**BASE_attn_prefill_paged_64, 'num_kv_heads': 0},
+    {**BASE_attn_prefill_paged_64, 'num_kv_heads': 1},
+    {**BASE_attn_prefill_paged_64, 'num_kv_heads': 3},
+    {**BASE_attn_prefill_paged_64, 'num_kv_heads': 4},
+    {**BASE_attn_prefill_paged_64, 'num_kv_heads': 5},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 0},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 1},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 2},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 3},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 4},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 2147483647},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 2147483648},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 2147483649},
+    {**BASE_attn_prefill_paged_64, 'num_q_heads': 2147483650},
+    {**BASE_attn_prefill_paged_64, 'q_len': 4194240},
+    {**BASE_attn_prefill_paged_64, 'q_len': 4194241},
+    {**BASE_attn_prefill_paged_64, 'q_len': 4194242},
+    {**BASE_attn_prefill_paged_64, 'q_len': 0},
+    {**BASE_attn_prefill_paged_64, 'q_len': 1},
+    {**BASE_attn_prefill_paged_64, 'q_len': 2},
+    {**BASE_attn_prefill_paged_64, 'q_offset': 1073741724},
+    {**BASE_attn_prefill_paged_64, 'q_offset': 1073741725},
+    {**BASE_attn_prefill_paged_64, 'q_offset': 1073741726},
 ]
 FLIPS_attn_prefill_paged_64 = [
     ('skip', 0, 'q_len == 0', {**BASE_attn_prefill_paged_64, 'q_len': 0}),
@@ -114,6 +150,7 @@ def test_attn_prefill_paged_64_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == [64, 128, 256].index(args['head_dim']), args
 
 
 SIZES_attn_prefill_paged_64 = [
@@ -291,6 +328,34 @@ CASES_attn_prefill_64 = [
     {**BASE_attn_prefill_64, 'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 16777216, 'num_q_heads': 4, 'seq_len': 262144},
     {**BASE_attn_prefill_64, 'head_dim': 16385},
     {**BASE_attn_prefill_64, 'batch': 1, 'causal': 262143, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129},
+    {**BASE_attn_prefill_64, 'batch': 65535},
+    {**BASE_attn_prefill_64, 'batch': 65536},
+    {**BASE_attn_prefill_64, 'batch': 65537},
+    {**BASE_attn_prefill_64, 'batch': 0},
+    {**BASE_attn_prefill_64, 'batch': 1},
+    {**BASE_attn_prefill_64, 'head_dim': 63},
+    {**BASE_attn_prefill_64, 'head_dim': 65},
+    {**BASE_attn_prefill_64, 'head_dim': 66},
+    {**BASE_attn_prefill_64, 'num_kv_heads': 0},
+    {**BASE_attn_prefill_64, 'num_kv_heads': 1},
+    {**BASE_attn_prefill_64, 'num_kv_heads': 3},
+    {**BASE_attn_prefill_64, 'num_kv_heads': 4},
+    {**BASE_attn_prefill_64, 'num_kv_heads': 5},
+    {**BASE_attn_prefill_64, 'num_q_heads': 0},
+    {**BASE_attn_prefill_64, 'num_q_heads': 1},
+    {**BASE_attn_prefill_64, 'num_q_heads': 2},
+    {**BASE_attn_prefill_64, 'num_q_heads': 3},
+    {**BASE_attn_prefill_64, 'num_q_heads': 4},
+    {**BASE_attn_prefill_64, 'num_q_heads': 2147483647},
+    {**BASE_attn_prefill_64, 'num_q_heads': 2147483648},
+    {**BASE_attn_prefill_64, 'num_q_heads': 2147483649},
+    {**BASE_attn_prefill_64, 'num_q_heads': 2147483650},
+    {**BASE_attn_prefill_64, 'seq_len': 4194240},
+    {**BASE_attn_prefill_64, 'seq_len': 4194241},
+    {**BASE_attn_prefill_64, 'seq_len': 4194242},
+    {**BASE_attn_prefill_64, 'seq_len': 0},
+    {**BASE_attn_prefill_64, 'seq_len': 1},
+    {**BASE_attn_prefill_64, 'seq_len': 2},
 ]
 FLIPS_attn_prefill_64 = [
     ('skip', 0, 'seq_len == 0', {**BASE_attn_prefill_64, 'seq_len': 0}),
@@ -312,6 +377,7 @@ def test_attn_prefill_64_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == [64, 128, 256].index(args['head_dim']), args
 
 
 SIZES_attn_prefill_64 = [
@@ -484,6 +550,37 @@ CASES_prefill_attn = [
     {**BASE_prefill_attn, 'seq_len': 16777215},
     {**BASE_prefill_attn, 'seq_len': 4194303},
     {**BASE_prefill_attn, 'batch': 2, 'causal': 1, 'num_kv_heads': 4, 'num_q_heads': 336636, 'seq_len': 129},
+    {**BASE_prefill_attn, 'batch': 65535},
+    {**BASE_prefill_attn, 'batch': 65536},
+    {**BASE_prefill_attn, 'batch': 65537},
+    {**BASE_prefill_attn, 'batch': 0},
+    {**BASE_prefill_attn, 'batch': 2},
+    {**BASE_prefill_attn, 'head_dim': 127},
+    {**BASE_prefill_attn, 'head_dim': 129},
+    {**BASE_prefill_attn, 'head_dim': 130},
+    {**BASE_prefill_attn, 'num_kv_heads': 0},
+    {**BASE_prefill_attn, 'num_kv_heads': 1},
+    {**BASE_prefill_attn, 'num_kv_heads': 2},
+    {**BASE_prefill_attn, 'num_kv_heads': 3},
+    {**BASE_prefill_attn, 'num_kv_heads': 4},
+    {**BASE_prefill_attn, 'num_kv_heads': 5},
+    {**BASE_prefill_attn, 'num_q_heads': 0},
+    {**BASE_prefill_attn, 'num_q_heads': 1},
+    {**BASE_prefill_attn, 'num_q_heads': 2},
+    {**BASE_prefill_attn, 'num_q_heads': 7},
+    {**BASE_prefill_attn, 'num_q_heads': 8},
+    {**BASE_prefill_attn, 'num_q_heads': 9},
+    {**BASE_prefill_attn, 'num_q_heads': 10},
+    {**BASE_prefill_attn, 'num_q_heads': 2147483647},
+    {**BASE_prefill_attn, 'num_q_heads': 2147483648},
+    {**BASE_prefill_attn, 'num_q_heads': 2147483649},
+    {**BASE_prefill_attn, 'num_q_heads': 2147483650},
+    {**BASE_prefill_attn, 'seq_len': 4194240},
+    {**BASE_prefill_attn, 'seq_len': 4194241},
+    {**BASE_prefill_attn, 'seq_len': 4194242},
+    {**BASE_prefill_attn, 'seq_len': 0},
+    {**BASE_prefill_attn, 'seq_len': 1},
+    {**BASE_prefill_attn, 'seq_len': 2},
 ]
 FLIPS_prefill_attn = [
     ('skip', 0, 'seq_len == 0', {**BASE_prefill_attn, 'seq_len': 0}),
@@ -505,6 +602,7 @@ def test_prefill_attn_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_prefill_attn = [

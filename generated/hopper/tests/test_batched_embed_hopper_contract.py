@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "batched_embed", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "e1cdcd3cfae2d0e3"
+mod = built_module("hopper", "batched_embed", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -96,6 +100,19 @@ CASES_batched_embed_bf16 = [
     {**BASE_batched_embed_bf16, 'vocab': 1073741825},
     {**BASE_batched_embed_bf16, 'hidden': 1, 'n': 1000000, 'vocab': 128256},
     {**BASE_batched_embed_bf16, 'n': 16383},
+    {**BASE_batched_embed_bf16, 'hidden': 0},
+    {**BASE_batched_embed_bf16, 'hidden': 1},
+    {**BASE_batched_embed_bf16, 'hidden': 2},
+    {**BASE_batched_embed_bf16, 'hidden': 7},
+    {**BASE_batched_embed_bf16, 'hidden': 8},
+    {**BASE_batched_embed_bf16, 'hidden': 9},
+    {**BASE_batched_embed_bf16, 'hidden': 10},
+    {**BASE_batched_embed_bf16, 'n': 0},
+    {**BASE_batched_embed_bf16, 'n': 1},
+    {**BASE_batched_embed_bf16, 'n': 2},
+    {**BASE_batched_embed_bf16, 'n': 2147483647},
+    {**BASE_batched_embed_bf16, 'n': 2147483648},
+    {**BASE_batched_embed_bf16, 'n': 2147483649},
 ]
 FLIPS_batched_embed_bf16 = [
     ('skip', 0, 'n == 0', {**BASE_batched_embed_bf16, 'n': 0}),
@@ -113,6 +130,7 @@ def test_batched_embed_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_batched_embed_bf16 = [

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "fill_slots", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "cc56b4f155671cf5"
+mod = built_module("hopper", "fill_slots", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -99,6 +103,15 @@ CASES_fill_slots = [
     {**BASE_fill_slots, 'block_size': 256, 'count': 33554431, 'start': 4093},
     {**BASE_fill_slots, 'block_size': 256, 'count': 127, 'start': 33554433},
     {**BASE_fill_slots, 'block_size': 8193, 'count': 1, 'start': 65537},
+    {**BASE_fill_slots, 'block_size': 0},
+    {**BASE_fill_slots, 'block_size': 1},
+    {**BASE_fill_slots, 'block_size': 2},
+    {**BASE_fill_slots, 'count': 0},
+    {**BASE_fill_slots, 'count': 1},
+    {**BASE_fill_slots, 'count': 2},
+    {**BASE_fill_slots, 'start': 4294966783},
+    {**BASE_fill_slots, 'start': 4294966784},
+    {**BASE_fill_slots, 'start': 4294966785},
 ]
 FLIPS_fill_slots = [
     ('skip', 0, 'count == 0', {**BASE_fill_slots, 'count': 0}),
@@ -116,6 +129,7 @@ def test_fill_slots_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_fill_slots = [

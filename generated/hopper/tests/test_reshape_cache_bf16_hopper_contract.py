@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "reshape_cache_bf16", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "3ffbb8cd6701106d"
+mod = built_module("hopper", "reshape_cache_bf16", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -100,6 +104,18 @@ CASES_reshape_cache_bf16 = [
     {**BASE_reshape_cache_bf16, 'num_blocks': 512, 'num_kv_heads': 4194305, 'num_tokens': 33554432},
     {**BASE_reshape_cache_bf16, 'num_blocks': 262145, 'num_tokens': 67108865},
     {**BASE_reshape_cache_bf16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 4097, 'num_tokens': 4},
+    {**BASE_reshape_cache_bf16, 'block_size': 0},
+    {**BASE_reshape_cache_bf16, 'block_size': 1},
+    {**BASE_reshape_cache_bf16, 'block_size': 2},
+    {**BASE_reshape_cache_bf16, 'head_dim': 0},
+    {**BASE_reshape_cache_bf16, 'head_dim': 1},
+    {**BASE_reshape_cache_bf16, 'head_dim': 2},
+    {**BASE_reshape_cache_bf16, 'num_kv_heads': 0},
+    {**BASE_reshape_cache_bf16, 'num_kv_heads': 1},
+    {**BASE_reshape_cache_bf16, 'num_kv_heads': 2},
+    {**BASE_reshape_cache_bf16, 'num_tokens': 0},
+    {**BASE_reshape_cache_bf16, 'num_tokens': 1},
+    {**BASE_reshape_cache_bf16, 'num_tokens': 2},
 ]
 FLIPS_reshape_cache_bf16 = [
     ('skip', 0, 'num_tokens == 0', {**BASE_reshape_cache_bf16, 'num_tokens': 0}),
@@ -118,6 +134,7 @@ def test_reshape_cache_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_reshape_cache_bf16 = [

@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "residual_add", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "36a72ff4c439c649"
+mod = built_module("hopper", "residual_add", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -87,6 +91,8 @@ CASES_residual_add_bf16 = [
     {**BASE_residual_add_bf16, 'n': 4194303},
     {**BASE_residual_add_bf16, 'n': 67108863},
     {**BASE_residual_add_bf16, 'n': 31},
+    {**BASE_residual_add_bf16, 'n': 0},
+    {**BASE_residual_add_bf16, 'n': 1},
 ]
 FLIPS_residual_add_bf16 = [
     ('skip', 0, 'n == 0', {**BASE_residual_add_bf16, 'n': 0}),
@@ -102,6 +108,7 @@ def test_residual_add_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_residual_add_bf16 = [

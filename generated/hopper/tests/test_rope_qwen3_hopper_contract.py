@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "rope_qwen3", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "c3618cd5b9957096"
+mod = built_module("hopper", "rope_qwen3", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -112,6 +116,12 @@ CASES_rope_qwen3 = [
     {**BASE_rope_qwen3, 'head_dim': 31, 'num_kv_heads': 0, 'num_q_heads': 2097152, 'num_tokens': 4},
     {**BASE_rope_qwen3, 'head_dim': 31, 'num_tokens': 2147483647},
     {**BASE_rope_qwen3, 'num_kv_heads': 513, 'num_q_heads': 16, 'num_tokens': 4194304},
+    {**BASE_rope_qwen3, 'head_dim': 127},
+    {**BASE_rope_qwen3, 'head_dim': 129},
+    {**BASE_rope_qwen3, 'head_dim': 130},
+    {**BASE_rope_qwen3, 'num_tokens': 0},
+    {**BASE_rope_qwen3, 'num_tokens': 1},
+    {**BASE_rope_qwen3, 'num_tokens': 2},
 ]
 FLIPS_rope_qwen3 = [
     ('skip', 0, 'num_tokens == 0', {**BASE_rope_qwen3, 'num_tokens': 0}),
@@ -129,6 +139,7 @@ def test_rope_qwen3_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_rope_qwen3 = [

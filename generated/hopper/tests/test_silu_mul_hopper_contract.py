@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "silu_mul", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "e6258bc9bd85ecaf"
+mod = built_module("hopper", "silu_mul", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -96,6 +100,19 @@ CASES_silu_mul_bf16 = [
     {**BASE_silu_mul_bf16, 'inter': 524287},
     {**BASE_silu_mul_bf16, 'inter': 11008, 'rows': 7},
     {**BASE_silu_mul_bf16, 'inter': 64, 'rows': 4096},
+    {**BASE_silu_mul_bf16, 'inter': 0},
+    {**BASE_silu_mul_bf16, 'inter': 1},
+    {**BASE_silu_mul_bf16, 'inter': 2},
+    {**BASE_silu_mul_bf16, 'inter': 7},
+    {**BASE_silu_mul_bf16, 'inter': 8},
+    {**BASE_silu_mul_bf16, 'inter': 9},
+    {**BASE_silu_mul_bf16, 'inter': 10},
+    {**BASE_silu_mul_bf16, 'rows': 0},
+    {**BASE_silu_mul_bf16, 'rows': 1},
+    {**BASE_silu_mul_bf16, 'rows': 2},
+    {**BASE_silu_mul_bf16, 'rows': 613566756},
+    {**BASE_silu_mul_bf16, 'rows': 613566757},
+    {**BASE_silu_mul_bf16, 'rows': 613566758},
 ]
 FLIPS_silu_mul_bf16 = [
     ('skip', 0, 'rows == 0', {**BASE_silu_mul_bf16, 'rows': 0}),
@@ -113,6 +130,7 @@ def test_silu_mul_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_silu_mul_bf16 = [

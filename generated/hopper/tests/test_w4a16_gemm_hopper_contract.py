@@ -12,7 +12,11 @@ from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
-mod = built_module("hopper", "w4a16_gemm", package="kernelgen_ops", test_file=__file__)
+# PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
+# other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
+PLAN_DIGEST = "94df2ca30740f56c"
+mod = built_module("hopper", "w4a16_gemm", package="kernelgen_ops", test_file=__file__,
+                   plan_digest=PLAN_DIGEST)
 
 import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
@@ -121,6 +125,31 @@ CASES_w4a16_gemv_rt2 = [
     {**BASE_w4a16_gemv_rt2, 'm': 65, 'n': 65537},
     {**BASE_w4a16_gemv_rt2, 'm': 131071},
     {**BASE_w4a16_gemv_rt2, 'k': 513, 'm': 32},
+    {**BASE_w4a16_gemv_rt2, 'k': 32768},
+    {**BASE_w4a16_gemv_rt2, 'k': 32769},
+    {**BASE_w4a16_gemv_rt2, 'k': 32770},
+    {**BASE_w4a16_gemv_rt2, 'k': 0},
+    {**BASE_w4a16_gemv_rt2, 'k': 1},
+    {**BASE_w4a16_gemv_rt2, 'k': 2},
+    {**BASE_w4a16_gemv_rt2, 'k': 16},
+    {**BASE_w4a16_gemv_rt2, 'k': 17},
+    {**BASE_w4a16_gemv_rt2, 'k': 65535},
+    {**BASE_w4a16_gemv_rt2, 'k': 65536},
+    {**BASE_w4a16_gemv_rt2, 'k': 65537},
+    {**BASE_w4a16_gemv_rt2, 'k': 65538},
+    {**BASE_w4a16_gemv_rt2, 'm': 8},
+    {**BASE_w4a16_gemv_rt2, 'm': 9},
+    {**BASE_w4a16_gemv_rt2, 'm': 10},
+    {**BASE_w4a16_gemv_rt2, 'm': 16},
+    {**BASE_w4a16_gemv_rt2, 'm': 18},
+    {**BASE_w4a16_gemv_rt2, 'm': 0},
+    {**BASE_w4a16_gemv_rt2, 'm': 2},
+    {**BASE_w4a16_gemv_rt2, 'n': 4224},
+    {**BASE_w4a16_gemv_rt2, 'n': 4225},
+    {**BASE_w4a16_gemv_rt2, 'n': 4226},
+    {**BASE_w4a16_gemv_rt2, 'n': 0},
+    {**BASE_w4a16_gemv_rt2, 'n': 1},
+    {**BASE_w4a16_gemv_rt2, 'n': 2},
 ]
 FLIPS_w4a16_gemv_rt2 = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt2, 'm': 0}),
@@ -140,6 +169,7 @@ def test_w4a16_gemv_rt2_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_w4a16_gemv_rt2 = [
@@ -311,6 +341,33 @@ CASES_w4a16_gemv_rt1 = [
     {**BASE_w4a16_gemv_rt1, 'k': 65536, 'm': 16, 'n': 24576},
     {**BASE_w4a16_gemv_rt1, 'm': 5, 'n': 1073741823},
     {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17},
+    {**BASE_w4a16_gemv_rt1, 'k': 8192},
+    {**BASE_w4a16_gemv_rt1, 'k': 8193},
+    {**BASE_w4a16_gemv_rt1, 'k': 8194},
+    {**BASE_w4a16_gemv_rt1, 'k': 0},
+    {**BASE_w4a16_gemv_rt1, 'k': 1},
+    {**BASE_w4a16_gemv_rt1, 'k': 2},
+    {**BASE_w4a16_gemv_rt1, 'k': 15},
+    {**BASE_w4a16_gemv_rt1, 'k': 16},
+    {**BASE_w4a16_gemv_rt1, 'k': 17},
+    {**BASE_w4a16_gemv_rt1, 'k': 16383},
+    {**BASE_w4a16_gemv_rt1, 'k': 16384},
+    {**BASE_w4a16_gemv_rt1, 'k': 16385},
+    {**BASE_w4a16_gemv_rt1, 'k': 16386},
+    {**BASE_w4a16_gemv_rt1, 'm': 8},
+    {**BASE_w4a16_gemv_rt1, 'm': 9},
+    {**BASE_w4a16_gemv_rt1, 'm': 10},
+    {**BASE_w4a16_gemv_rt1, 'm': 16},
+    {**BASE_w4a16_gemv_rt1, 'm': 17},
+    {**BASE_w4a16_gemv_rt1, 'm': 18},
+    {**BASE_w4a16_gemv_rt1, 'm': 0},
+    {**BASE_w4a16_gemv_rt1, 'm': 2},
+    {**BASE_w4a16_gemv_rt1, 'n': 4224},
+    {**BASE_w4a16_gemv_rt1, 'n': 4225},
+    {**BASE_w4a16_gemv_rt1, 'n': 4226},
+    {**BASE_w4a16_gemv_rt1, 'n': 0},
+    {**BASE_w4a16_gemv_rt1, 'n': 1},
+    {**BASE_w4a16_gemv_rt1, 'n': 2},
 ]
 FLIPS_w4a16_gemv_rt1 = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt1, 'm': 0}),
@@ -331,6 +388,7 @@ def test_w4a16_gemv_rt1_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_w4a16_gemv_rt1 = [
@@ -503,6 +561,32 @@ CASES_w4a16_gemv_rt1_128 = [
     {**BASE_w4a16_gemv_rt1_128, 'k': 65536, 'm': 2097153},
     {**BASE_w4a16_gemv_rt1_128, 'n': 2097152},
     {**BASE_w4a16_gemv_rt1_128, 'k': 0, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8193},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8194},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 0},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 1},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 2},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 15},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 17},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 16383},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 16384},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 16385},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 16386},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 17},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 18},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 8},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 9},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 10},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 0},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 1},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 2},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 67456},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 67457},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 67458},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 0},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 1},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 2},
 ]
 FLIPS_w4a16_gemv_rt1_128 = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt1_128, 'm': 0}),
@@ -524,6 +608,7 @@ def test_w4a16_gemv_rt1_128_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_w4a16_gemv_rt1_128 = [
@@ -694,6 +779,19 @@ CASES_w4a16_gemv = [
     {**BASE_w4a16_gemv, 'k': 129},
     {**BASE_w4a16_gemv, 'k': 16384, 'm': 3, 'n': 4096},
     {**BASE_w4a16_gemv, 'm': 17, 'n': 4194304},
+    {**BASE_w4a16_gemv, 'k': 0},
+    {**BASE_w4a16_gemv, 'k': 1},
+    {**BASE_w4a16_gemv, 'k': 2},
+    {**BASE_w4a16_gemv, 'k': 15},
+    {**BASE_w4a16_gemv, 'k': 16},
+    {**BASE_w4a16_gemv, 'k': 17},
+    {**BASE_w4a16_gemv, 'm': 16},
+    {**BASE_w4a16_gemv, 'm': 18},
+    {**BASE_w4a16_gemv, 'm': 0},
+    {**BASE_w4a16_gemv, 'm': 2},
+    {**BASE_w4a16_gemv, 'n': 0},
+    {**BASE_w4a16_gemv, 'n': 1},
+    {**BASE_w4a16_gemv, 'n': 2},
 ]
 FLIPS_w4a16_gemv = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemv, 'm': 0}),
@@ -712,6 +810,7 @@ def test_w4a16_gemv_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_w4a16_gemv = [
@@ -879,6 +978,20 @@ CASES_w4a16_gemm = [
     {**BASE_w4a16_gemm, 'm': 2048, 'n': 100},
     {**BASE_w4a16_gemm, 'k': 255, 'n': 2147483649},
     {**BASE_w4a16_gemm, 'k': 4104, 'm': 524287},
+    {**BASE_w4a16_gemm, 'k': 0},
+    {**BASE_w4a16_gemm, 'k': 1},
+    {**BASE_w4a16_gemm, 'k': 2},
+    {**BASE_w4a16_gemm, 'k': 15},
+    {**BASE_w4a16_gemm, 'k': 16},
+    {**BASE_w4a16_gemm, 'k': 17},
+    {**BASE_w4a16_gemm, 'm': 0},
+    {**BASE_w4a16_gemm, 'm': 1},
+    {**BASE_w4a16_gemm, 'm': 2},
+    {**BASE_w4a16_gemm, 'm': 4194240},
+    {**BASE_w4a16_gemm, 'm': 4194241},
+    {**BASE_w4a16_gemm, 'm': 4194242},
+    {**BASE_w4a16_gemm, 'n': 1},
+    {**BASE_w4a16_gemm, 'n': 2},
 ]
 FLIPS_w4a16_gemm = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemm, 'm': 0}),
@@ -896,6 +1009,7 @@ def test_w4a16_gemm_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+        assert plan["variant"] == -1, args
 
 
 SIZES_w4a16_gemm = [
@@ -1000,43 +1114,131 @@ def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- chain w4a16_linear
 
 MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1_128', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt2', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemm', ['m', 'n', 'k'])]
+CASES_w4a16_linear = [
+    {'k': 4096, 'm': 16, 'n': 151936},
+    {'k': 8192, 'm': 9, 'n': 151936},
+    {'k': 4096, 'm': 16, 'n': 24576},
+    {'k': 4096, 'm': 0, 'n': 151936},
+    {'k': 4096, 'm': 16, 'n': 0},
+    {'k': 4096, 'm': 8, 'n': 151936},
+    {'k': 4096, 'm': 17, 'n': 151936},
+    {'k': 4095, 'm': 16, 'n': 151936},
+    {'k': 16384, 'm': 16, 'n': 151936},
+    {'k': 8192, 'm': 16, 'n': 151936},
+    {'k': 8193, 'm': 16, 'n': 151936},
+    {'k': 8194, 'm': 16, 'n': 151936},
+    {'k': 0, 'm': 16, 'n': 151936},
+    {'k': 1, 'm': 16, 'n': 151936},
+    {'k': 2, 'm': 16, 'n': 151936},
+    {'k': 15, 'm': 16, 'n': 151936},
+    {'k': 16, 'm': 16, 'n': 151936},
+    {'k': 17, 'm': 16, 'n': 151936},
+    {'k': 16383, 'm': 16, 'n': 151936},
+    {'k': 16385, 'm': 16, 'n': 151936},
+    {'k': 16386, 'm': 16, 'n': 151936},
+    {'k': 4096, 'm': 18, 'n': 151936},
+    {'k': 4096, 'm': 9, 'n': 151936},
+    {'k': 4096, 'm': 10, 'n': 151936},
+    {'k': 4096, 'm': 1, 'n': 151936},
+    {'k': 4096, 'm': 2, 'n': 151936},
+    {'k': 4096, 'm': 16, 'n': 67456},
+    {'k': 4096, 'm': 16, 'n': 67457},
+    {'k': 4096, 'm': 16, 'n': 67458},
+    {'k': 4096, 'm': 16, 'n': 1},
+    {'k': 4096, 'm': 16, 'n': 2},
+    {'k': 4112, 'm': 9, 'n': 6144},
+    {'k': 4096, 'm': 1, 'n': 0},
+    {'k': 4095, 'm': 1, 'n': 151936},
+    {'k': 16384, 'm': 1, 'n': 151936},
+    {'k': 4096, 'm': 1, 'n': 1},
+    {'k': 8192, 'm': 1, 'n': 151936},
+    {'k': 8193, 'm': 1, 'n': 151936},
+    {'k': 8194, 'm': 1, 'n': 151936},
+    {'k': 0, 'm': 1, 'n': 151936},
+    {'k': 1, 'm': 1, 'n': 151936},
+    {'k': 2, 'm': 1, 'n': 151936},
+    {'k': 15, 'm': 1, 'n': 151936},
+    {'k': 16, 'm': 1, 'n': 151936},
+    {'k': 17, 'm': 1, 'n': 151936},
+    {'k': 16383, 'm': 1, 'n': 151936},
+    {'k': 16385, 'm': 1, 'n': 151936},
+    {'k': 16386, 'm': 1, 'n': 151936},
+    {'k': 4096, 'm': 1, 'n': 4224},
+    {'k': 4096, 'm': 1, 'n': 4225},
+    {'k': 4096, 'm': 1, 'n': 4226},
+    {'k': 4096, 'm': 1, 'n': 2},
+    {'k': 4096, 'm': 16, 'n': 4096},
+    {'k': 4104, 'm': 4, 'n': 151936},
+    {'k': 65536, 'm': 1, 'n': 151936},
+    {'k': 32768, 'm': 1, 'n': 151936},
+    {'k': 32769, 'm': 1, 'n': 151936},
+    {'k': 32770, 'm': 1, 'n': 151936},
+    {'k': 65535, 'm': 1, 'n': 151936},
+    {'k': 65537, 'm': 1, 'n': 151936},
+    {'k': 65538, 'm': 1, 'n': 151936},
+    {'k': 4096, 'm': 64, 'n': 4096},
+    {'k': 4096, 'm': 2048, 'n': 151936},
+    {'k': 4104, 'm': 64, 'n': 4096},
+    {'k': 4096, 'm': 0, 'n': 4096},
+    {'k': 4096, 'm': 64, 'n': 0},
+    {'k': 0, 'm': 64, 'n': 4096},
+    {'k': 1, 'm': 64, 'n': 4096},
+    {'k': 2, 'm': 64, 'n': 4096},
+    {'k': 15, 'm': 64, 'n': 4096},
+    {'k': 16, 'm': 64, 'n': 4096},
+    {'k': 17, 'm': 64, 'n': 4096},
+    {'k': 4096, 'm': 1, 'n': 4096},
+    {'k': 4096, 'm': 2, 'n': 4096},
+    {'k': 4096, 'm': 4194240, 'n': 4096},
+    {'k': 4096, 'm': 4194241, 'n': 4096},
+    {'k': 4096, 'm': 4194242, 'n': 4096},
+    {'k': 4096, 'm': 64, 'n': 1},
+    {'k': 4096, 'm': 64, 'n': 2},
+]
+OTHER_ARGS_w4a16_linear = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
 
 
-@pytest.mark.parametrize("args", [
-        {'k': 4096, 'm': 16, 'n': 151936},
-        {'k': 8192, 'm': 9, 'n': 151936},
-        {'k': 4096, 'm': 16, 'n': 24576},
-        {'k': 4096, 'm': 0, 'n': 151936},
-        {'k': 4096, 'm': 16, 'n': 0},
-        {'k': 4096, 'm': 8, 'n': 151936},
-        {'k': 4096, 'm': 17, 'n': 151936},
-        {'k': 4095, 'm': 16, 'n': 151936},
-        {'k': 16384, 'm': 16, 'n': 151936},
-        {'k': 4096, 'm': 1, 'n': 151936},
-        {'k': 4112, 'm': 9, 'n': 6144},
-        {'k': 4096, 'm': 1, 'n': 0},
-        {'k': 4095, 'm': 1, 'n': 151936},
-        {'k': 16384, 'm': 1, 'n': 151936},
-        {'k': 4096, 'm': 1, 'n': 1},
-        {'k': 4096, 'm': 16, 'n': 4096},
-        {'k': 4104, 'm': 4, 'n': 151936},
-        {'k': 65536, 'm': 1, 'n': 151936},
-        {'k': 4096, 'm': 64, 'n': 4096},
-        {'k': 4096, 'm': 2048, 'n': 151936},
-        {'k': 4104, 'm': 64, 'n': 4096},
-        {'k': 4096, 'm': 0, 'n': 4096},
-        {'k': 4096, 'm': 64, 'n': 0},
-    ])
-def test_w4a16_linear_runs_first_member_that_applies(args):
-    expected = None
-    for module_name, kernel, names in MEMBERS_w4a16_linear:
+def expect_w4a16_linear(args, keys=None):
+    """The member plan the chain's plan returns: the first that launches or stops with an error
+    other than a device limit, else the last member present on the target (kernelgen.plan.chain_pick);
+    ``keys``: per member, the element type of each dtype key, members taking others left out."""
+    plans = []
+    for i, (module_name, kernel, names) in enumerate(MEMBERS_w4a16_linear):
+        if keys is not None and any(KEY_TYPES_w4a16_linear[i].get(k, v) != v for k, v in keys.items()):
+            plans.append(None)  # takes other element types: skipped
+            continue
         member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
-        plan = member.plan(**{n: v for n, v in args.items() if n in names})
-        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
-            expected = (kernel, plan["code"])
-            break
+        plans.append(dict(member.plan(**{n: v for n, v in args.items() if n in names}), kernel=kernel))
+    pick = _plan.chain_pick([p and p["code"] for p in plans])
+    return None if pick is None else plans[pick]
+
+
+@pytest.mark.parametrize("args", CASES_w4a16_linear)
+def test_w4a16_linear_runs_first_member_that_applies(args):
+    expected = expect_w4a16_linear(args)
     chain_plan = mod.w4a16_linear.plan(**args)
-    if expected is None:
-        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_w4a16_linear[-1][1]
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
+
+
+@pytest.mark.parametrize("args", CASES_w4a16_linear)
+def test_w4a16_linear_launcher_tries_members_as_its_plan(args):
+    """The chain's launcher ends at the member its plan names, with its code: a case the plan does
+    not launch returns (or raises) before the GPU; one it launches reaches the device with that
+    member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
+    pointers here being fake)."""
+    chain_plan = mod.w4a16_linear.plan(**args)
+    full = {**OTHER_ARGS_w4a16_linear, **args}
+    if chain_plan["launched"]:
+        if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
+            return
+        with pytest.raises(kernelgen_ops.LaunchError) as e:
+            mod.w4a16_linear(**full)
+        assert e.value.kernel == chain_plan["kernel"], (str(e.value), args)
+    elif chain_plan["code"] < 0:
+        with pytest.raises(kernelgen_ops.KernelError) as e:
+            mod.w4a16_linear(**full)
+        assert (e.value.kernel, e.value.code) == (chain_plan["kernel"], chain_plan["code"]), (str(e.value), args)
     else:
-        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+        outcome = mod.w4a16_linear(**full)
+        assert (outcome.kernel, outcome.code) == (chain_plan["kernel"], chain_plan["code"]), args

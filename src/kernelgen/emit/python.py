@@ -191,10 +191,13 @@ class PyModule(ModuleView):
 
 
 def render_module(lm: LModule) -> dict[str, str]:
+    from kernelgen.emit.tests import plan_digest  # the digest the module's contract tests record
+
     ctx = {
         "m": PyModule(lm, View, View),
         "stamp": stamp(lm.spec),
         "kill_switch_literal": c_string(lm.kill_switch) if lm.kill_switch else "nullptr",
+        "plan_digest": plan_digest(lm),
     }
     return {f"python/{lm.name}.cpp": render("binding.cpp.j2", ctx)}
 

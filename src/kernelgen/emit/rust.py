@@ -270,6 +270,8 @@ class _Launcher:
         checked = [a for a in args if a.is_pointer and not a.nullable and not a.device]
         self.pointers = [(rust_ident(a.name), rust_string(a.name), a.size_slot) for a in checked]
         self.null_test = " || ".join(f"{rust_ident(a.name)}.is_null()" for a in checked)
+        # The null checks read sizes() only where a checked pointer has a size.
+        self.null_sizes = any(a.size_slot >= 0 for a in checked)
         self.call_args = "".join(
             f"{rust_ident(a.name)}.as_ptr(), " if a.is_pointer else f"{rust_ident(a.name)}, " for a in args
         ) + "".join(f"{n}, " for n, _ in key_pairs)
@@ -488,16 +490,14 @@ class _ChainTests:
         self.not_launched = None
         for case in c.cases:
             env = dict(case)
-            fields = ""
-            result = (0, None)
-            for i, (mod, k) in enumerate(members):
-                member_env = {a.name: env[a.name] for a in k.int_args}
-                result_code, fields = _expect(mod, k, target, member_env)
-                result = (result_code, i)
-                if result_code <= 0 and not falls_through(result_code):
+            tried: list[tuple[int, str]] = []  # (code, plan fields) of the members tried, in order
+            for mod, k in members:
+                tried.append(_expect(mod, k, target, {a.name: env[a.name] for a in k.int_args}))
+                if tried[-1][0] <= 0 and not falls_through(tried[-1][0]):
                     break
-            rc, index = result
+            index = plan.chain_pick([c for c, _ in tried])  # the member whose outcome the chain returns
             assert index is not None
+            rc, fields = tried[index]
             mod, k = members[index]
             label = ", ".join(f"{n}={v}" for n, v in case)
             any_dtype = ["ANY_DTYPE"] * len(c.keys)

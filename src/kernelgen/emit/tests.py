@@ -10,6 +10,7 @@ mismatch"). :func:`test_file` is the one place that spells it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 
 from kernelgen import expr, plan, types
@@ -23,6 +24,20 @@ from kernelgen.plan import NL_NO_INSTANCE, code
 def name_map(constants: set[str]):
     """How a test's Python reads a name: constants as module globals, arguments from ``_a``."""
     return lambda n: f"C_{n}" if n in constants else f"_a[{n!r}]"
+
+
+def other_args_py(args) -> str:
+    """The non-integer arguments of a launcher's calls in the tests: fake pointers, zeroed
+    structs, 1.0 for float scalars."""
+    other = {}
+    for i, a in enumerate(args):
+        if a.is_pointer:
+            other[a.name] = f"fake_pointer({i})"
+        elif a.struct is not None:
+            other[a.name] = repr(struct_zero(a.struct))
+        elif not a.is_int:
+            other[a.name] = "1.0"
+    return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
 
 
 class ContractKernel(View):
@@ -79,6 +94,14 @@ class ContractKernel(View):
         return f"({self.ir.variant_on!r}, {[v.value for v in self.ir.variants]!r})"
 
     @property
+    def variant_index_py(self) -> str:
+        """The plan's "variant" where it launches: the index of the argument's value among the
+        spec's variants (-1 without variants)."""
+        if not self.ir.variant_on:
+            return "-1"
+        return f"{[v.value for v in self.ir.variants]!r}.index(args[{self.ir.variant_on!r}])"
+
+    @property
     def base_case_py(self) -> str:
         """The first case (the first example): the others are written as changes to it."""
         return repr(dict(self.ir.cases[0]))
@@ -128,15 +151,7 @@ class ContractKernel(View):
 
     @property
     def other_args_py(self) -> str:
-        other = {}
-        for i, a in enumerate(self.ir.args):
-            if a.is_pointer:
-                other[a.name] = f"fake_pointer({i})"
-            elif a.struct is not None:
-                other[a.name] = repr(struct_zero(a.struct))
-            elif not a.is_int:
-                other[a.name] = "1.0"
-        return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
+        return other_args_py(self.ir.args)
 
     @property
     def out_of_range_py(self) -> list[str]:
@@ -205,7 +220,11 @@ class ContractChain(View):
 
     @property
     def cases_py(self) -> str:
-        return "[\n" + "".join(f"        {dict(c)!r},\n" for c in self.ir.cases) + "    ]"
+        return "[\n" + "".join(f"    {dict(c)!r},\n" for c in self.ir.cases) + "]"
+
+    @property
+    def other_args_py(self) -> str:
+        return other_args_py(self.ir.args)
 
 
 class ContractModule(ModuleView):
@@ -235,6 +254,29 @@ class ContractModule(ModuleView):
         return repr([self.lm.name, *others])
 
 
+def plan_digest(lm: LModule) -> str:
+    """A digest of what the module's plans depend on for its target (each kernel's clauses,
+    variants, geometry and launch checks, each chain's members, the constants and the target's
+    limits): the generated tests record it, and a built module that exposes ``PLAN_DIGEST``
+    (its value when built) tells them it was built from other specs
+    (:func:`kernelgen.testing.built_module`)."""
+    lines = [f"module {lm.name} target {lm.target.name}", repr(plan.target_table(lm.target)),
+             repr((lm.target.max_block_dims, lm.target.max_threads_per_block)), repr(tuple(lm.constants))]
+    for k in lm.kernels:
+        lines.append(" | ".join([
+            f"kernel {k.name} present={k.present} symbol={k.symbol}",
+            ";".join(f"{s.family.name}[{s.index}] {expr.to_text(s.expr)}" for s in k.steps),
+            f"variants {k.variant_on} {[(v.value, v.symbol) for v in k.variants]}",
+            "geometry " + ", ".join(expr.to_text(n) for n in (*k.grid, *k.block, k.shared_mem)),
+            "sizes " + ", ".join(f"{name} {expr.to_text(n)}" for _, name, n in k.sizes),
+            f"launch {k.cooperative} {k.programmatic_dependent} {k.cluster} {k.max_threads} "
+            + (", ".join(expr.to_text(n) for n in k.launch_cluster) if k.launch_cluster else ""),
+        ]))
+    for c in lm.chains:
+        lines.append(f"chain {c.name} {list(c.members)} {[(key.name, key.member_elems) for key in c.keys]}")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
 def test_file(module: str, target: str) -> str:
     """The contract tests' path in ``generated/<target>/``: a basename unique across targets."""
     return f"tests/test_{module}_{target}_contract.py"
@@ -245,5 +287,6 @@ def render_module(lm: LModule) -> dict[str, str]:
         "m": ContractModule(lm, ContractKernel, ContractChain),
         "stamp": stamp(lm.spec),
         "no_instance_code": code(NL_NO_INSTANCE),
+        "plan_digest": plan_digest(lm),
     }
     return {test_file(lm.name, lm.target.name): render("test_contract.py.j2", ctx)}

@@ -103,6 +103,17 @@ fn argmax_bf16_plan_matches_spec() {
     check(kg::argmax::argmax_bf16::plan(32768, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32768");
     check(kg::argmax::argmax_bf16::plan(16777216, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16777216, vocab=128256");
     check(kg::argmax::argmax_bf16::plan(16, 7), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=7");
+    check(kg::argmax::argmax_bf16::plan(0, 151936), "argmax_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::argmax::argmax_bf16::plan(2, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::argmax::argmax_bf16::plan(2147483640, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([2147483640, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483640");
+    check(kg::argmax::argmax_bf16::plan(2147483641, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483641");
+    check(kg::argmax::argmax_bf16::plan(2147483642, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483642");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483647), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=2147483647");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483648), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2147483648");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483649), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2147483649");
+    check(kg::argmax::argmax_bf16::plan(1, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
+    check(kg::argmax::argmax_bf16::plan(1, 1), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1");
+    check(kg::argmax::argmax_bf16::plan(1, 2), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=2");
 }
 
 #[test]

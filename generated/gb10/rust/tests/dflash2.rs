@@ -105,6 +105,22 @@ fn dflash2_conv2_plan_matches_spec() {
     check(kg::dflash2::dflash2_conv2::plan(536870911, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870911");
     check(kg::dflash2::dflash2_conv2::plan(5, 134217728), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=134217728, rows=5");
     check(kg::dflash2::dflash2_conv2::plan(8191, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8191");
+    check(kg::dflash2::dflash2_conv2::plan(16, 15), "dflash2_conv2", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=15");
+    check(kg::dflash2::dflash2_conv2::plan(16, 16), "dflash2_conv2", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=16");
+    check(kg::dflash2::dflash2_conv2::plan(16, 17), "dflash2_conv2", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=17");
+    check(kg::dflash2::dflash2_conv2::plan(16, 0), "dflash2_conv2", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=0");
+    check(kg::dflash2::dflash2_conv2::plan(16, 1), "dflash2_conv2", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1");
+    check(kg::dflash2::dflash2_conv2::plan(16, 2), "dflash2_conv2", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2");
+    check(kg::dflash2::dflash2_conv2::plan(16, 18), "dflash2_conv2", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=18");
+    check(kg::dflash2::dflash2_conv2::plan(0, 4096), "dflash2_conv2", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::dflash2::dflash2_conv2::plan(2, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::dflash2::dflash2_conv2::plan(15, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=15");
+    check(kg::dflash2::dflash2_conv2::plan(17, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::dflash2::dflash2_conv2::plan(18, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::dflash2::dflash2_conv2::plan(1048575, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575");
+    check(kg::dflash2::dflash2_conv2::plan(1048576, 4096), "dflash2_conv2", Expect { code: -196609, geometry: Some(([4, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1048576");
+    check(kg::dflash2::dflash2_conv2::plan(1048577, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048577");
+    check(kg::dflash2::dflash2_conv2::plan(1048578, 4096), "dflash2_conv2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048578");
 }
 
 #[test]
@@ -247,6 +263,18 @@ fn dflash2_topk16_f32_plan_matches_spec() {
     check(kg::dflash2::dflash2_topk16_f32::plan(619359, 63), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=619359, vocab=63");
     check(kg::dflash2::dflash2_topk16_f32::plan(262144, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
     check(kg::dflash2::dflash2_topk16_f32::plan(16777216, 33), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777216, vocab=33");
+    check(kg::dflash2::dflash2_topk16_f32::plan(65535, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 65535, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=65535");
+    check(kg::dflash2::dflash2_topk16_f32::plan(65536, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536");
+    check(kg::dflash2::dflash2_topk16_f32::plan(65537, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65537");
+    check(kg::dflash2::dflash2_topk16_f32::plan(0, 151936), "dflash2_topk16_f32", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::dflash2::dflash2_topk16_f32::plan(2, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 2, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 524288), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524288");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 524289), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=524289");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 524290), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=524290");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 15), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=15");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 16), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=16");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 17), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=17");
 }
 
 #[test]
@@ -388,6 +416,17 @@ fn dflash2_topk16_bf16_plan_matches_spec() {
     check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 202048), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=202048");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1000000000, 16), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000000000, vocab=16");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1, 268435456), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=268435456");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(65535, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 65535, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=65535");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(65536, 151936), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(65537, 151936), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65537");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(0, 151936), "dflash2_topk16_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524288), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524288");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524289), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=524289");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524290), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=524290");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 15), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=15");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 16), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=16");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 17), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=17");
 }
 
 #[test]
@@ -530,6 +569,33 @@ fn dflash2_selector_walk_plan_matches_spec() {
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 134217729, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=134217729");
     check(kg::dflash2::dflash2_selector_walk::plan(513, 8193, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=513, slots=8193");
     check(kg::dflash2::dflash2_selector_walk::plan(32769, 16, 129, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=32769, rank=129");
+    check(kg::dflash2::dflash2_selector_walk::plan(268435455, 16, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2147483640, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=268435455");
+    check(kg::dflash2::dflash2_selector_walk::plan(268435456, 16, 256, 151936), "dflash2_selector_walk", Expect { code: -65541, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=268435456");
+    check(kg::dflash2::dflash2_selector_walk::plan(268435457, 16, 256, 151936), "dflash2_selector_walk", Expect { code: -65541, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=268435457");
+    check(kg::dflash2::dflash2_selector_walk::plan(0, 16, 256, 151936), "dflash2_selector_walk", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=0");
+    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 512, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rank=512");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 513, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=513");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 514, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=514");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 31, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=31");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 32, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rank=32");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 33, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=33");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 0, 151936), "dflash2_selector_walk", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=0");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 1, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=1");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 2, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=2");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 34, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=34");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 1023, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=1023");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 1024, 151936), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=1024");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 1025, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=1025");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 1026, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=1026");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 17, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with slots=17");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 18, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with slots=18");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 0, 256, 151936), "dflash2_selector_walk", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with slots=0");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 1, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with slots=1");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 2, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with slots=2");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 0), "dflash2_selector_walk", Expect { code: -65540, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 1), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 2), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=2");
 }
 
 #[test]
@@ -662,6 +728,15 @@ fn dflash2_topk16_plans_the_first_member_that_applies() {
     check(kg::dflash2::dflash2_topk16::plan(16, 0, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=0");
     check(kg::dflash2::dflash2_topk16::plan(16, 524289, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=524289");
     check(kg::dflash2::dflash2_topk16::plan(65536, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=65536, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(65535, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 65535, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=65535, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(65537, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=65537, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(1, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(2, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 2, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(16, 524288, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=524288");
+    check(kg::dflash2::dflash2_topk16::plan(16, 524290, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=524290");
+    check(kg::dflash2::dflash2_topk16::plan(16, 15, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=15");
+    check(kg::dflash2::dflash2_topk16::plan(16, 16, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=16");
+    check(kg::dflash2::dflash2_topk16::plan(16, 17, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=17");
 }
 
 #[test]

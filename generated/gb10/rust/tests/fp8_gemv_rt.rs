@@ -104,6 +104,19 @@ fn fp8_gemv_tma_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1073741824, 4194304, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4194304, rows=1073741824");
     check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4104, 1048576), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, n=4104, rows=9");
     check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 2048, 5), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 0), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 1), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 2), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 15), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 16), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 17), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 1, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 2, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(17, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(18, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(0, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(2, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -175,6 +188,32 @@ fn fp8_gemv_rt2_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 2147483649), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=151936, rows=1");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 2048, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=12288, n=2048, rows=8");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 131072, 100), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, n=131072, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 16384), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 16385), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 16386), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 1), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 2), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 15), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 16), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 17), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 18), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 32767), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 32768), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 32769), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 32770), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1536, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1537, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([50, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1538, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([50, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 0, 4096), "fp8_gemv_rt2", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 2, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(9, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(10, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(0, 4096, 4096), "fp8_gemv_rt2", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(2, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -308,6 +347,30 @@ fn fp8_gemv_rt2_16_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 16383), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, n=24576, rows=9");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 1073741823), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741823");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(3, 4096, 2049), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 16384), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 16385), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 16386), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 0), "fp8_gemv_rt2_16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 1), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 2), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 15), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 17), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 18), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 32767), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 32768), "fp8_gemv_rt2_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 32769), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 32770), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1536, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1537, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([50, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1538, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([50, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 0, 4096), "fp8_gemv_rt2_16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 2, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(17, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(18, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(0, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(1, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(2, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -441,6 +504,33 @@ fn fp8_gemv_rt1_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1024, 4096), "fp8_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2047, 151936, 8388607), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, rows=2047");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 1000000000), "fp8_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, n=24600, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 16384), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 16385), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 16386), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 0), "fp8_gemv_rt1", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 1), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 2), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 15), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 16), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 17), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 18), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 32767), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 32768), "fp8_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 32769), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 32770), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 3072, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 3073, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([49, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 3074, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([49, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3074");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1536, 4096), "fp8_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1537, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([25, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1538, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([25, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 0, 4096), "fp8_gemv_rt1", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1, 4096), "fp8_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 2, 4096), "fp8_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8, 151936, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(9, 151936, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(10, 151936, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(0, 151936, 4096), "fp8_gemv_rt1", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
 }
 
 #[test]
@@ -575,6 +665,34 @@ fn fp8_gemv_rt1_16_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1023, 17), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17, n=1023");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 8388609, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([131073, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=8388609");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 24576, 1025), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=24576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 16384), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 16385), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 16386), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 0), "fp8_gemv_rt1_16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 1), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 2), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 15), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 16), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 17), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 18), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 32767), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 32768), "fp8_gemv_rt1_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 32769), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 32770), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 3072, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 3073, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([49, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 3074, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([49, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=3074");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1536, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1537, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([25, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1538, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([25, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 0, 4096), "fp8_gemv_rt1_16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 2, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(17, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(18, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(0, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(1, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(2, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -710,6 +828,32 @@ fn fp8_gemv_rt2_ks_8_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(2049, 2047, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2047, rows=2049");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 131072, 16), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=131072, rows=3");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1048576, 1024, 8), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8, n=1024, rows=1048576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 16384), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 16385), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 16386), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 1), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 2), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 15), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 17), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 18), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 32767), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 32768), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 32769), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 32770), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 384, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 385, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 386, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 513, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 514, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=514");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 0, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 1, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 2, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(9, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(10, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(0, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(2, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -845,6 +989,34 @@ fn fp8_gemv_rt2_ks_4_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 536870913, 16385), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385, n=536870913");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(268435457, 32767, 16), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=32767, rows=268435457");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(4194304, 129, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=129, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 16384), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 16385), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 16386), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 0), "fp8_gemv_rt2_ks_4", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 1), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 2), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 15), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 16), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 17), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 18), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 32767), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 32768), "fp8_gemv_rt2_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 32769), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 32770), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 768, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 769, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 770, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 1025, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 1026, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1026");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 0, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 1, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 2, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(9, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(10, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(0, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(2, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -981,6 +1153,33 @@ fn fp8_gemv_rt2_16_ks_8_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(32, 65, 5), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=65, rows=32");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 3), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=65, rows=5");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 268435456, 4), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=268435456");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 16384), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 16385), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 16386), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 0), "fp8_gemv_rt2_16_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 1), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 2), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 15), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 16), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 17), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 18), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 32767), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 32768), "fp8_gemv_rt2_16_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 32769), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 32770), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 384, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 385, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 386, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 513, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 514, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=514");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 0, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 1, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 2, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(17, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(18, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(0, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(1, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(2, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1117,6 +1316,34 @@ fn fp8_gemv_rt2_16_ks_4_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(513, 1024, 67108864), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n=1024, rows=513");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 65, 8388609), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=65, rows=5");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(511, 16384, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=16384, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 16384), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 16385), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 16386), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 0), "fp8_gemv_rt2_16_ks_4", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 1), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 2), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 15), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 16), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 17), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 18), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 32767), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 32768), "fp8_gemv_rt2_16_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 32769), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 32770), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 768, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 769, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 770, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1024, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1025, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1026, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1026");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 0, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 2, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(17, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(18, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(0, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(1, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(2, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1251,6 +1478,28 @@ fn fp8_gemv_rt2_32_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(524289, 65537, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=65537, rows=524289");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 128, 1048575), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048575, n=128, rows=24");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(8192, 2048, 17), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17, n=2048, rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 16384), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 16385), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 16386), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 0), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 1), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 2), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 15), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 16), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 17), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 18), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 32767), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 32768), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 32769), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 32770), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 0, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 1, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 2, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(33, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(34, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(0, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(1, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(2, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1322,6 +1571,30 @@ fn fp8_gemv_rt2_32_ks_8_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 1024, 4), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=1024, rows=17");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 1073741825), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 8388607, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 16384), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 16385), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 16386), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 0), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 1), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 2), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 15), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 16), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 17), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 18), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 32767), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 32768), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 32769), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 32770), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 513, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 514, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=514");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 0, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 1, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 2, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(33, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(34, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(0, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(1, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(2, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1393,6 +1666,31 @@ fn fp8_gemv_rt2_32_ks_4_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 4095, 4), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=4095, rows=20");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(8388609, 1048577, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1048577, rows=8388609");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 16, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=16, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 16384), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 16385), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 16386), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 0), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 1), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 2), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 15), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 16), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 17), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 18), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 32767), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 32768), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 32769), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 32770), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 1024, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 1025, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 1026, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1026");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 0, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 1, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 2, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(33, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(34, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(0, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(1, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(2, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1463,6 +1761,31 @@ fn fp8_gemv_rt1_32_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 65536, 8388608), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=65536, rows=17");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(15, 6144, 127), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, n=6144, rows=15");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(16385, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 16384), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 16385), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 16386), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 0), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 1), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 2), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 15), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 16), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 17), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 18), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 32767), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 32768), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 32769), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 32770), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 1536, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 1537, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 1538, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 0, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 1, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 2, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(33, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(34, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(0, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(1, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(2, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1534,6 +1857,26 @@ fn fp8_gemv_rt2_64_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 0), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(8, 2048, 8388609), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=2048, rows=8");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 67108865, 134217727), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, n=67108865, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 16385), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 16386), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 1), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 2), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 15), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 16), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 17), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 18), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 32767), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 32768), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 32769), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 32770), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 0, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 1, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 2, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(65, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(66, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(0, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(1, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(2, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1604,6 +1947,30 @@ fn fp8_gemv_rt2_64_ks_8_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(24, 4095, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4095, rows=24");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 513, 257), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n=513, rows=33");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(1, 0, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=0, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 16384), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 16385), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 16386), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 0), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 1), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 2), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 15), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 16), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 17), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 18), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 32767), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 32768), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 32769), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 32770), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 513, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 514, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=514");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 0, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 1, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 2, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(65, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(66, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(0, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(1, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(2, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1675,6 +2042,31 @@ fn fp8_gemv_rt2_64_ks_4_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 4097, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4097, rows=49");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 65, 4119), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4119, n=65, rows=49");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(1024, 512, 1025), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 16384), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 16385), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 16386), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 0), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 1), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 2), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 15), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 16), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 17), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 18), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 32767), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 32768), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 32769), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 32770), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 1024, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 1025, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 1026, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1026");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 0, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 1, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 2, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(65, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(66, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(0, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(1, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(2, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1745,6 +2137,31 @@ fn fp8_gemv_rt1_64_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 8388608, 5), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=8388608");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4095), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(2147483647, 268435457, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=268435457, rows=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 16384), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 16385), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 16386), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 0), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 1), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 2), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 15), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 16), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 17), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 18), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 32767), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 32768), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 32769), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 32770), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 1536, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 1537, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 1538, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 0, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 1, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 2, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(65, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(66, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(0, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(1, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(2, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1815,6 +2232,31 @@ fn fp8_gemv_rt1_64_128_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(262144, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(63, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=63");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 150000, 16384), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384, n=150000, rows=4097");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 16384), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 16385), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 16386), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 0), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 1), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 15), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 16), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 17), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 18), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 32767), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 32768), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 32769), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 32770), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 24576, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 24577, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24577");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 24578, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24578");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 0, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 1, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 2, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(65, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(66, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(0, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -1887,6 +2329,25 @@ fn fp8_gemv_rt2_16_x3_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 536870913, 2147483647, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([83886082, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=536870913, n1=2147483647, n2=0, rows=4");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4194303, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4194303");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 1073741823, 0, 65535, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([33556480, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=1073741823, n1=0, n2=65535, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 16384), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 16385), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 16386), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 0), "fp8_gemv_rt2_16_x3", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 1), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 2), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 15), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 17), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 18), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 32767), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 32768), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 32769), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 32770), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(17, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(18, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(0, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(2, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -2022,6 +2483,25 @@ fn fp8_gemv_rt1_16_x3_plan_matches_spec() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(536870912, 1024, 0, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=0, rows=536870912");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(257, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=257");
     check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 0, 2, 1073741825), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n0=1024, n1=0, n2=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 16384), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 16385), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 16386), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 0), "fp8_gemv_rt1_16_x3", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 1), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 2), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 15), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 17), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 18), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 32767), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 32768), "fp8_gemv_rt1_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 32769), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 32770), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(17, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(18, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(0, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(2, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
 }
 
 #[test]
@@ -2123,7 +2603,34 @@ fn fp8_gemv_rt2_ks_plans_the_first_member_that_applies() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(9, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=9");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 4095), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=1");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 32768), "fp8_gemv_rt2_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 16384), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16384, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 16385), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 16386), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 1), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 2), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 15), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 17), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 18), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 32767), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32767, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 32769), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 32770), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 384, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=384, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 385, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=385, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 386, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=386, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 513, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([36, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=513, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 514, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([36, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=514, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 1, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 2, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=2, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(8, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=512, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(10, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(2, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=512, rows=2");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 1025, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 768, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=768, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 769, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=769, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 770, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=770, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1024, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 1026, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1026, rows=1");
 }
 
 #[test]
@@ -2167,7 +2674,34 @@ fn fp8_gemv_rt2_16_ks_plans_the_first_member_that_applies() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(17, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=17");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 4095), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=16");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 32768), "fp8_gemv_rt2_16_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 16384), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16384, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 16385), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 16386), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 1), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 2), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 15), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 16), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 17), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 18), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 32767), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32767, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 32769), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 32770), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 384, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=384, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 385, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=385, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 386, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([56, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=386, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 513, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([36, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=513, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 514, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([36, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=514, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 2, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=2, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(18, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(1, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(2, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=512, rows=2");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1025, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 768, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=768, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 769, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=769, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 770, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([52, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=770, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1024, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1026, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1026, rows=16");
 }
 
 #[test]
@@ -2210,7 +2744,28 @@ fn fp8_gemv_rt2_32_ks_plans_the_first_member_that_applies() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(33, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=33");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 4095), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=32");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 32768), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 16384), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16384, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 16385), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 16386), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 1), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 2), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 15), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 16), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 17), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 18), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 32767), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32767, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 32769), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 32770), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 513, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=513, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 514, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=514, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 1, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 2, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=2, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(34, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(1, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(2, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=2");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 1025, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 1024, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1024, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 1026, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1026, rows=32");
 }
 
 #[test]
@@ -2240,7 +2795,28 @@ fn fp8_gemv_rt2_64_ks_plans_the_first_member_that_applies() {
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(65, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=65");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 4095), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=64");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 32768), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 16384), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16384, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 16385), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 16386), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 1), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 2), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 15), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 16), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 17), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 18), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 32767), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32767, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 32769), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 32770), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 513, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=513, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 514, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=514, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 1, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 2, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=2, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(66, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=66");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(1, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(2, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=2");
     check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 1025, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 1024, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1024, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 1026, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1026, rows=64");
 }
 
 #[test]
@@ -2271,6 +2847,21 @@ fn fp8_gemv_16_x3_plans_the_first_member_that_applies() {
     check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(17, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=17");
     check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 4095), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n0=4096, n1=1024, n2=1024, rows=16");
     check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 32768), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 16384), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16384, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 16385), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 16386), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 1), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 2), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 15), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 17), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 18), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 32767), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32767, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 32769), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 32770), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(18, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(1, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(2, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=2");
     check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(9, 100, 0, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n0=100, n1=0, n2=65, rows=9");
     check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(1, 64, 64, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([6, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n0=64, n1=64, n2=64, rows=1");
 }

@@ -104,6 +104,18 @@ fn reshape_cache_bf16_plan_matches_spec() {
     check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(33554432, 4194305, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([8388608, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_blocks=512, num_kv_heads=4194305, num_tokens=33554432");
     check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(67108865, 8, 128, 16, 262145), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16777217, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_blocks=262145, num_tokens=67108865");
     check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 4097, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=36, num_blocks=2, num_kv_heads=4097, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 0, 256), "reshape_cache_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=0");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 1, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 2, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 0, 16, 256), "reshape_cache_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=0");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 1, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with head_dim=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 2, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with head_dim=2");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 0, 128, 16, 256), "reshape_cache_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with num_kv_heads=0");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 1, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_kv_heads=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 2, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_kv_heads=2");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(0, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with num_tokens=0");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(2, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=2");
 }
 
 #[test]

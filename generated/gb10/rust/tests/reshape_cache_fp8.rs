@@ -104,6 +104,18 @@ fn reshape_cache_fp8_plan_matches_spec() {
     check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(63, 65, 256, 256, 16), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, head_dim=256, num_blocks=16, num_kv_heads=65, num_tokens=63");
     check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(8192, 33554432, 5, 16, 1024), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([2048, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with head_dim=5, num_blocks=1024, num_kv_heads=33554432, num_tokens=8192");
     check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(4194303, 2, 256, 32, 16), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([1048576, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=32, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=4194303");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 128, 0, 256), "reshape_cache_fp8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=0");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 128, 1, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 128, 2, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 0, 16, 256), "reshape_cache_fp8", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=0");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 1, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with head_dim=1");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 8, 2, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with head_dim=2");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 0, 128, 16, 256), "reshape_cache_fp8", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with num_kv_heads=0");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 1, 128, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_kv_heads=1");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(64, 2, 128, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_kv_heads=2");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(0, 8, 128, 16, 256), "reshape_cache_fp8", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with num_tokens=0");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(1, 8, 128, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=1");
+    check(kg::reshape_cache_fp8::reshape_cache_fp8::plan(2, 8, 128, 16, 256), "reshape_cache_fp8", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=2");
 }
 
 #[test]

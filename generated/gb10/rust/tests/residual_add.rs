@@ -94,6 +94,8 @@ fn residual_add_bf16_plan_matches_spec() {
     check(kg::residual_add::residual_add_bf16::plan(4194303), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4194303");
     check(kg::residual_add::residual_add_bf16::plan(67108863), "residual_add_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=67108863");
     check(kg::residual_add::residual_add_bf16::plan(31), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=31");
+    check(kg::residual_add::residual_add_bf16::plan(0), "residual_add_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::residual_add::residual_add_bf16::plan(1), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1");
 }
 
 #[test]

@@ -103,6 +103,18 @@ fn residual_rms_norm_bf16_plan_matches_spec() {
     check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 67108865), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=67108865, rows=1");
     check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 134217727), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=134217727");
     check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(4097, 1023), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1023, rows=4097");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 0), "residual_rms_norm_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=0");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 1), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 2), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 8), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 9), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=9");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 10), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=10");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(0, 4096), "residual_rms_norm_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2147483647, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([2147483647, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483647");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2147483648, 4096), "residual_rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483648");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2147483649, 4096), "residual_rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483649");
 }
 
 #[test]

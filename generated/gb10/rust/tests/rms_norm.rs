@@ -103,6 +103,19 @@ fn rms_norm_bf16_plan_matches_spec() {
     check(kg::rms_norm::rms_norm_bf16::plan(16384, 262144), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=262144, rows=16384");
     check(kg::rms_norm::rms_norm_bf16::plan(268435457, 1025), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1025, rows=268435457");
     check(kg::rms_norm::rms_norm_bf16::plan(1, 1000), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1000, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 0), "rms_norm_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=0");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 2), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=7");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 8), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 9), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=9");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 10), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=10");
+    check(kg::rms_norm::rms_norm_bf16::plan(0, 4096), "rms_norm_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(2, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483647, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2147483647, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483647");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483648, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483648");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483649");
 }
 
 #[test]

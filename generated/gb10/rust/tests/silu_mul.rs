@@ -101,6 +101,19 @@ fn silu_mul_bf16_plan_matches_spec() {
     check(kg::silu_mul::silu_mul_bf16::plan(64, 524287), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=524287");
     check(kg::silu_mul::silu_mul_bf16::plan(7, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([19, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=11008, rows=7");
     check(kg::silu_mul::silu_mul_bf16::plan(4096, 64), "silu_mul_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=64, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 0), "silu_mul_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=0");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=2");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 7), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 8), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=8");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=9");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 10), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=10");
+    check(kg::silu_mul::silu_mul_bf16::plan(0, 14336), "silu_mul_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(2, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566756, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2147483646, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566756");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566757, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483650, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566757");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566758, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483653, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566758");
 }
 
 #[test]

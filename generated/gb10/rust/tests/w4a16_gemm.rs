@@ -104,6 +104,35 @@ fn w4a16_gemv_rt2_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(65, 65537, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=65, n=65537");
     check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(131071, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=131071");
     check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(32, 151936, 513), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=513, m=32");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 32768), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 32769), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 32770), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32770");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 0), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 1), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 2), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 16), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 17), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 2047), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 2048), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2048");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 2049), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 2050), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2050");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 65535), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 65536), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 65537), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65537");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 65538), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65538");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(8, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(9, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=9");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(10, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=10");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=16");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(18, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(0, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(2, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 1536, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 1537, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 1538, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 0, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 1, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 2, 4096), "w4a16_gemv_rt2", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -175,6 +204,37 @@ fn w4a16_gemv_rt1_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 65536), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=16, n=24576");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(5, 1073741823, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=5, n=1073741823");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17, 4112), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 8192), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 8193), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8193");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 8194), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8194");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 0), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 1), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 2), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 15), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 16), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 17), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 1023), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1023");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 1024), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1024");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 1025), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 1026), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1026");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 16383), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 16384), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 16385), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 16386), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(8, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=9");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(10, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=10");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=16");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(17, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(18, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(0, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 1536, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1536");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 1537, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1537");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 1538, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1538");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 0, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 1, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 2, 4096), "w4a16_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -246,6 +306,33 @@ fn w4a16_gemv_rt1_128_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(2097153, 151936, 65536), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=2097153");
     check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 2097152, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097152");
     check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 0), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 8192), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 8193), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8193");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 8194), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8194");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 0), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 1), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 2), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 15), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 17), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 18), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=18");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 16383), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 16384), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 16385), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 16386), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16386");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(17, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(18, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(8, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=9");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(10, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=10");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(0, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(1, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(2, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24448, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24448");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24449, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24449");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24450, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24450");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 0, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 1, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 2, 4096), "w4a16_gemv_rt1_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -318,6 +405,19 @@ fn w4a16_gemv_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129");
     check(kg::w4a16_gemm::w4a16_gemv::plan(3, 4096, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with k=16384, m=3, n=4096");
     check(kg::w4a16_gemm::w4a16_gemv::plan(17, 4194304, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17, n=4194304");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 0), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 1), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 2), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 15), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 16), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 17), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with m=16");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(18, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(0, 151936, 4096), "w4a16_gemv", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(2, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 0, 4096), "w4a16_gemv", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 1, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 2, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -440,6 +540,20 @@ fn w4a16_gemm_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 100, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=2048, n=100");
     check(kg::w4a16_gemm::w4a16_gemm::plan(64, 2147483649, 255), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, n=2147483649");
     check(kg::w4a16_gemm::w4a16_gemm::plan(524287, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, m=524287");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 0), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 1), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 2), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 15), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 16), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 17), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(0, 4096, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(1, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=1");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(4194240, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 65535, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194240");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(4194241, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194241");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(4194242, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194242");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 1, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 2, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -528,20 +642,84 @@ fn w4a16_linear_plans_the_first_member_that_applies() {
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=16, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=16, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 1, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=1");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 8192), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=8192, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 8193), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8193, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 8194), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8194, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 0), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=0, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 1), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 2), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 15), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 17), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 18), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=18, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16383), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16385), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16386), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(18, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=18, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(9, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=9, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(10, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=10, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(2, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=2, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 24448, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([191, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=24448");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 24449, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=24449");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 24450, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=24450");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 2, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=2");
     check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 1, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=1");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 8192), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=8192, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 8193), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8193, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 8194), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8194, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 0), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=0, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 1), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 2), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 15), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 17), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 1023), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1023, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 1024), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=1024, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 1025), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1025, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 1026), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1026, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16383), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16385), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16386), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16386, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 1536, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([12, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=1536");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 1537, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([13, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=1537");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 1538, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([13, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=1538");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 2, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=2");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65536), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=65536, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 32769), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 32770), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32770, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 2047), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2047, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 2048), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=2048, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 2049), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2049, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 2050), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2050, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65535), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=65535, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65537), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=65537, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65538), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=65538, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 4096, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(64, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=64, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 0), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=0, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 1), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 2), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 15), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 16), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=16, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 17), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=17, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(2, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=2, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(4194240, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 65535, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4194240, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(4194241, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4194241, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(4194242, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4194242, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 1, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=1");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 2, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=2");
 }
 
 #[test]

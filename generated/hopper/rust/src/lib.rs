@@ -189,8 +189,9 @@ unsafe impl Send for DevicePtrMut {}
 unsafe impl Sync for DevicePtrMut {}
 
 impl DevicePtr {
-    pub const fn new(p: *const c_void) -> Self {
-        DevicePtr(p)
+    /// A device pointer to elements of any type (`*const u16` as `*const c_void`).
+    pub const fn new<T>(p: *const T) -> Self {
+        DevicePtr(p.cast::<c_void>())
     }
     pub const fn null() -> Self {
         DevicePtr(std::ptr::null())
@@ -210,8 +211,9 @@ impl DevicePtr {
 }
 
 impl DevicePtrMut {
-    pub const fn new(p: *mut c_void) -> Self {
-        DevicePtrMut(p)
+    /// A device pointer to elements of any type (`*mut u16` as `*mut c_void`).
+    pub const fn new<T>(p: *mut T) -> Self {
+        DevicePtrMut(p.cast::<c_void>())
     }
     pub const fn null() -> Self {
         DevicePtrMut(std::ptr::null_mut())
@@ -592,7 +594,9 @@ pub(crate) mod kg_rt {
         }
     }
 
-    /// A null pointer is refused unless the kernel touches none of its elements.
+    /// A null pointer is refused unless the kernel touches none of its elements. (Unused in a
+    /// crate whose pointer arguments are all nullable or device scalars.)
+    #[allow(dead_code)]
     pub fn check_null(kernel: &'static str, argument: &'static str, elements: Option<i64>) -> Result<(), Error> {
         if elements == Some(0) {
             return Ok(());

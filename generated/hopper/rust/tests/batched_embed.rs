@@ -103,6 +103,19 @@ fn batched_embed_bf16_plan_matches_spec() {
     check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 1073741825), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1073741825");
     check(kg::batched_embed::batched_embed_bf16::plan(1000000, 1, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1, n=1000000, vocab=128256");
     check(kg::batched_embed::batched_embed_bf16::plan(16383, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([16383, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=16383");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 0, 151936), "batched_embed_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=0");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 1, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 2, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 7, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=7");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 8, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 9, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=9");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 10, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=10");
+    check(kg::batched_embed::batched_embed_bf16::plan(0, 4096, 151936), "batched_embed_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::batched_embed::batched_embed_bf16::plan(2, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2");
+    check(kg::batched_embed::batched_embed_bf16::plan(2147483647, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([2147483647, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2147483647");
+    check(kg::batched_embed::batched_embed_bf16::plan(2147483648, 4096, 151936), "batched_embed_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2147483648");
+    check(kg::batched_embed::batched_embed_bf16::plan(2147483649, 4096, 151936), "batched_embed_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2147483649");
 }
 
 #[test]

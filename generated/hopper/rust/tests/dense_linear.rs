@@ -104,6 +104,16 @@ fn dense_gemv_plan_matches_spec() {
     check(kg::dense_linear::dense_gemv::plan(1, 4096, 0), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=0");
     check(kg::dense_linear::dense_gemv::plan(16, 67108865, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2097154, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "the first example with m=16, n=67108865");
     check(kg::dense_linear::dense_gemv::plan(17, 8388608, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17, n=8388608");
+    check(kg::dense_linear::dense_gemv::plan(16, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with m=16");
+    check(kg::dense_linear::dense_gemv::plan(18, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::dense_linear::dense_gemv::plan(0, 4096, 4096), "dense_gemv", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::dense_linear::dense_gemv::plan(2, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::dense_linear::dense_gemv::plan(1, 4224, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([132, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=4224");
+    check(kg::dense_linear::dense_gemv::plan(1, 4225, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([134, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "the first example with n=4225");
+    check(kg::dense_linear::dense_gemv::plan(1, 4226, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([134, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "the first example with n=4226");
+    check(kg::dense_linear::dense_gemv::plan(1, 0, 4096), "dense_gemv", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::dense_linear::dense_gemv::plan(1, 1, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::dense_linear::dense_gemv::plan(1, 2, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -226,6 +236,20 @@ fn dense_gemv_rt1_plan_matches_spec() {
     check(kg::dense_linear::dense_gemv_rt1::plan(524289, 24576, 4100), "dense_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=524289, n=24576");
     check(kg::dense_linear::dense_gemv_rt1::plan(100, 24576, 4100), "dense_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=100, n=24576");
     check(kg::dense_linear::dense_gemv_rt1::plan(1, 1025, 64), "dense_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, m=1, n=1025");
+    check(kg::dense_linear::dense_gemv_rt1::plan(17, 6144, 4096), "dense_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
+    check(kg::dense_linear::dense_gemv_rt1::plan(18, 6144, 4096), "dense_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=18");
+    check(kg::dense_linear::dense_gemv_rt1::plan(0, 6144, 4096), "dense_gemv_rt1", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 6144, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "the first example with m=1");
+    check(kg::dense_linear::dense_gemv_rt1::plan(2, 6144, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 33792, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([528, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "the first example with n=33792");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 33793, 4096), "dense_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=33793");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 33794, 4096), "dense_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=33794");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 4224, 4096), "dense_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4224");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 4225, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "the first example with n=4225");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 4226, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "the first example with n=4226");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 0, 4096), "dense_gemv_rt1", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 1, 4096), "dense_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 2, 4096), "dense_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -350,6 +374,15 @@ fn dense_gemm_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm::plan(2048, 4097, 65536), "dense_gemm", Expect { code: 0, geometry: Some(([65, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with k=65536, m=2048, n=4097");
     check(kg::dense_linear::dense_gemm::plan(4096, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 64, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4096");
     check(kg::dense_linear::dense_gemm::plan(64, 268435456, 128), "dense_gemm", Expect { code: 0, geometry: Some(([4194304, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with k=128, n=268435456");
+    check(kg::dense_linear::dense_gemm::plan(0, 4096, 4096), "dense_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::dense_linear::dense_gemm::plan(1, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=1");
+    check(kg::dense_linear::dense_gemm::plan(2, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::dense_linear::dense_gemm::plan(4194240, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 65535, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194240");
+    check(kg::dense_linear::dense_gemm::plan(4194241, 4096, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194241");
+    check(kg::dense_linear::dense_gemm::plan(4194242, 4096, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([64, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with m=4194242");
+    check(kg::dense_linear::dense_gemm::plan(64, 0, 4096), "dense_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::dense_linear::dense_gemm::plan(64, 1, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::dense_linear::dense_gemm::plan(64, 2, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -468,6 +501,15 @@ fn dense_gemm_pipelined_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm_pipelined::plan(16777217, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262145, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=16777217, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(16777216, 24576, 536870911), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262144, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=536870911, m=16777216, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(1, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=1");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=2");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(4194240, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 65535, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=4194240");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(4194241, 4096, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([32, 65536, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=4194241");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(4194242, 4096, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([32, 65536, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=4194242");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 1, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 2, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -587,6 +629,17 @@ fn dense_gemm_tma_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 262144, 268435457), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435457, n=262144");
     check(kg::dense_linear::dense_gemm_tma::plan(4194305, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524304, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=4194305");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 15, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, n=15");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 0), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 1), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 2), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 7), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 8), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=8");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 9), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9");
+    check(kg::dense_linear::dense_gemm_tma::plan(65, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([32, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=65");
+    check(kg::dense_linear::dense_gemm_tma::plan(66, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([32, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=66");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 0, 4096), "dense_gemm_tma", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 2, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=2");
 }
 
 #[test]
@@ -669,17 +722,49 @@ fn dense_linear_any_plans_the_first_member_that_applies() {
     check(kg::dense_linear::dense_linear_any::plan(0, 6144, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=6144");
     check(kg::dense_linear::dense_linear_any::plan(16, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16, n=0");
     check(kg::dense_linear::dense_linear_any::plan(17, 6144, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([48, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(18, 6144, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([48, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=18, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(1, 6144, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=1, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(2, 6144, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=2, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(16, 33792, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([528, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=16, n=33792");
+    check(kg::dense_linear::dense_linear_any::plan(16, 33793, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([1058, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=33793");
+    check(kg::dense_linear::dense_linear_any::plan(16, 33794, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([1058, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=33794");
+    check(kg::dense_linear::dense_linear_any::plan(16, 4224, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([132, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=16, n=4224");
+    check(kg::dense_linear::dense_linear_any::plan(16, 4225, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=16, n=4225");
+    check(kg::dense_linear::dense_linear_any::plan(16, 4226, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=16, n=4226");
+    check(kg::dense_linear::dense_linear_any::plan(16, 1, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=16, n=1");
+    check(kg::dense_linear::dense_linear_any::plan(16, 2, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=16, n=2");
     check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(9, 4104, 12288), "dense_gemv", Expect { code: 0, geometry: Some(([130, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=12288, m=9, n=4104");
     check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(16, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(18, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=18, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=2, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4224, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([132, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=4224");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4225, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=1, n=4225");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4226, 4096), "dense_gemv_rt1", Expect { code: 0, geometry: Some(([67, 1, 1], [256, 1, 1], 122880)), variant: Some(-1) }, "k=4096, m=1, n=4226");
+    check(kg::dense_linear::dense_linear_any::plan(1, 1, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=1");
+    check(kg::dense_linear::dense_linear_any::plan(1, 2, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=2");
     check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=256, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(64, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=64, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4100), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4100, m=2048, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=2048, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 0), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=0, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 1), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 2), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=2, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 7), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=7, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 8), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=8, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 9), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=9, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(65, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([32, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=65, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(66, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([32, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=66, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 1, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=2048, n=1");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 2, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=2048, n=2");
     check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=256, n=24576");
+    check(kg::dense_linear::dense_linear_any::plan(4194240, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524288, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=4194240, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(4194241, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524288, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=4194241, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(4194242, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524288, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=4194242, n=4096");
 }
 
 #[test]

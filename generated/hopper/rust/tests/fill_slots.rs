@@ -103,6 +103,15 @@ fn fill_slots_plan_matches_spec() {
     check(kg::fill_slots::fill_slots::plan(4093, 33554431, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=33554431, start=4093");
     check(kg::fill_slots::fill_slots::plan(33554433, 127, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=127, start=33554433");
     check(kg::fill_slots::fill_slots::plan(65537, 1, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=8193, count=1, start=65537");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=0");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 1), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 2), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2");
+    check(kg::fill_slots::fill_slots::plan(0, 0, 16), "fill_slots", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with count=0");
+    check(kg::fill_slots::fill_slots::plan(0, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=1");
+    check(kg::fill_slots::fill_slots::plan(0, 2, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=2");
+    check(kg::fill_slots::fill_slots::plan(4294966783, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with start=4294966783");
+    check(kg::fill_slots::fill_slots::plan(4294966784, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with start=4294966784");
+    check(kg::fill_slots::fill_slots::plan(4294966785, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with start=4294966785");
 }
 
 #[test]

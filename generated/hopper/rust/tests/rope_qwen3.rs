@@ -107,6 +107,12 @@ fn rope_qwen3_plan_matches_spec() {
     check(kg::rope_qwen3::rope_qwen3::plan(4, 2097152, 0, 31), "rope_qwen3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=31, num_kv_heads=0, num_q_heads=2097152, num_tokens=4");
     check(kg::rope_qwen3::rope_qwen3::plan(2147483647, 32, 8, 31), "rope_qwen3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=31, num_tokens=2147483647");
     check(kg::rope_qwen3::rope_qwen3::plan(4194304, 16, 513, 128), "rope_qwen3", Expect { code: 0, geometry: Some(([264, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with num_kv_heads=513, num_q_heads=16, num_tokens=4194304");
+    check(kg::rope_qwen3::rope_qwen3::plan(16, 32, 8, 127), "rope_qwen3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=127");
+    check(kg::rope_qwen3::rope_qwen3::plan(16, 32, 8, 129), "rope_qwen3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=129");
+    check(kg::rope_qwen3::rope_qwen3::plan(16, 32, 8, 130), "rope_qwen3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with head_dim=130");
+    check(kg::rope_qwen3::rope_qwen3::plan(0, 32, 8, 128), "rope_qwen3", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with num_tokens=0");
+    check(kg::rope_qwen3::rope_qwen3::plan(1, 32, 8, 128), "rope_qwen3", Expect { code: 0, geometry: Some(([1, 1, 1], [320, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=1");
+    check(kg::rope_qwen3::rope_qwen3::plan(2, 32, 8, 128), "rope_qwen3", Expect { code: 0, geometry: Some(([2, 1, 1], [320, 1, 1], 0)), variant: Some(-1) }, "the first example with num_tokens=2");
 }
 
 #[test]
