@@ -163,12 +163,18 @@ _CASES: dict[tuple[int, int, int], tuple[tuple[Module, Kernel, Target], tuple]] 
 def search_cases(module: Module, k: Kernel, target: Target):
     """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests
     (computed once per kernel and target: a chain asks again for its members' cases)."""
+    return _per_kernel(_CASES, _search_cases, module, k, target)
+
+
+def _per_kernel(cache: dict, compute, module: Module, k: Kernel, target: Target):
+    """``compute(module, k, target)``, kept in ``cache`` by the three objects' identities (the
+    objects are kept beside the result, so that an identity reused by another object misses)."""
     key = (id(module), id(k), id(target))
-    hit = _CASES.get(key)
+    hit = cache.get(key)
     if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
         return hit[1]
-    out = _search_cases(module, k, target)
-    _CASES[key] = ((module, k, target), out)
+    out = compute(module, k, target)
+    cache[key] = ((module, k, target), out)
     return out
 
 
@@ -322,13 +328,7 @@ def boundary_cases(module: Module, k: Kernel, target: Target) -> tuple[tuple[tup
     are found exactly, by bisection between the values the search draws from, so that a clause
     or limit off by one gives another outcome in some case. Kept per kernel and target: a chain
     asks again for its members'."""
-    key = (id(module), id(k), id(target))
-    hit = _BOUNDARY_CASES.get(key)
-    if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
-        return hit[1]
-    out = _boundary_cases(module, k, target)
-    _BOUNDARY_CASES[key] = ((module, k, target), out)
-    return out
+    return _per_kernel(_BOUNDARY_CASES, _boundary_cases, module, k, target)
 
 
 def _boundary_cases(module: Module, k: Kernel, target: Target) -> tuple[tuple[tuple[str, int], ...], ...]:
