@@ -28,6 +28,9 @@ from kernelgen import pyexpr
 
 MAX_EXPR_LEN = 512
 MAX_DEPTH = 32
+# The most levels an expression may have once its `let` names are written out (the generated
+# code writes them out: Python's parser takes at most 200 nested parentheses).
+MAX_WRITTEN_DEPTH = 128
 
 
 class Ty(enum.Enum):
@@ -42,6 +45,14 @@ class Node:
 
     def children(self) -> tuple[Node, ...]:
         return ()
+
+    def depth(self) -> int:
+        """Levels of the tree (a name or literal is 1), as the generated code nests them."""
+        hit = self.__dict__.get("_kg_depth")
+        if hit is None:
+            hit = 1 + max((c.depth() for c in self.children()), default=0)
+            object.__setattr__(self, "_kg_depth", hit)
+        return hit
 
     def names(self) -> frozenset[str]:
         """Every name the expression reads (computed once per node: nodes are immutable)."""

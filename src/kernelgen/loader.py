@@ -1571,8 +1571,18 @@ def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object], widest: Mapping[s
                 tree = _expr(ctx, value, {**widest, **out}, expr.Ty.INT)
                 if written is not None:
                     written[name] = tree
-                out[name] = expr.substitute(tree, out)
+                out[name] = _written_out(ctx, value, expr.substitute(tree, out), f"'{name}'")
     return out
+
+
+def _written_out(ctx: _Ctx, node: YNode, tree: expr.Node, what: str) -> expr.Node:
+    """``tree``, an expression with the ``let`` names it uses written out as the generated code
+    writes them; one nested more than expr.MAX_WRITTEN_DEPTH levels is an error at ``node``."""
+    if tree.depth() > expr.MAX_WRITTEN_DEPTH:
+        raise ctx.error(node.loc, f"{what} with the let names it uses written out is nested {tree.depth()} levels "
+                                  f"deep, more than {expr.MAX_WRITTEN_DEPTH}",
+                        "the generated code writes let names out: use fewer levels of let over let")
+    return tree
 
 
 def _let_locs(f: Mapping[str, YNode]) -> dict[str, tuple[str, SourceLoc]]:
@@ -1626,7 +1636,7 @@ def _inline_lets(ctx: _Ctx, node: YNode, tree: expr.Node, lets: Mapping[str, exp
         if missing:
             raise ctx.error(node.loc, f"'{name}' uses '{missing[0]}', which is not available here",
                             "device names are usable in grid, shared_mem (device.* only) and the clauses")
-    return expr.substitute(tree, {n: lets[n] for n in used})
+    return _written_out(ctx, node, expr.substitute(tree, {n: lets[n] for n in used}), "the expression")
 
 
 def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> expr.Node:

@@ -224,3 +224,28 @@ def test_a_bool_example_value_of_another_kind_is_named(tmp_path: Path, value: st
     err = refused(project(tmp_path, sub("examples: [{n: 1000}]", f"examples: [{{n: 1000, f: {value}}}]", BOOL_SPEC),
                           BOOL_SOURCE))
     assert f"'f' is a bool; expected true, false, 0 or 1, got {got}" in err, err
+
+
+# ---------------------------------------------------------------- let over let, written out
+
+def _let_chain(levels: int) -> str:
+    """A let of ``levels`` names, each adding 31 levels (a chain of 31 additions) to the one before."""
+    def chain(v: str) -> str:
+        return " + ".join([v] + ["1"] * 31)
+    lines = ["    let:", f"      l0: '{chain('n')}'"]
+    lines += [f"      l{i}: '{chain(f'l{i - 1}')}'" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_let_nested_too_deep_once_written_out_is_refused_at_its_name(tmp_path: Path) -> None:
+    spec = sub("    examples: [{n: 1000}]\n", _let_chain(5) + "    examples: [{n: 1000}]\n")
+    err = refused(project(tmp_path, spec))
+    assert "kernels.add.let.l4: 'l4' with the let names it uses written out is nested 156 levels deep, more than " \
+           "128" in err, err
+
+
+def test_an_expression_nested_too_deep_once_its_lets_are_written_out_is_refused_there(tmp_path: Path) -> None:
+    spec = sub("    examples: [{n: 1000}]\n", _let_chain(4) + "    examples: [{n: 1000}]\n")
+    spec = sub('grid: ["div_ceil(n, 256)", 1, 1]', 'grid: ["div_ceil(n, 256) + l3 * 2 * 2 * 2", 1, 1]', spec)
+    err = refused(project(tmp_path, spec))
+    assert "kernels.add.grid[0]: the expression with the let names it uses written out is nested" in err, err
