@@ -444,16 +444,10 @@ kernelgen::Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cac
   bool kg_present = false;
   kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::attn_prefill::attn_prefill_paged_64(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -463,17 +457,11 @@ kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint
   kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -485,16 +473,10 @@ kernelgen::Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* 
   bool kg_present = false;
   kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::attn_prefill::attn_prefill_64(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -504,17 +486,11 @@ kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t nu
   kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

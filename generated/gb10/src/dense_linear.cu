@@ -508,28 +508,16 @@ kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16*
   bool kg_present = false;
   kg_o = kernelgen::dense_linear::dense_gemv_rt1(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::dense_linear::dense_gemm_tma(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -539,31 +527,19 @@ kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_ke
   kg_p = kernelgen::dense_linear::plan_dense_gemv_rt1(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 2;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 2; }
   kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 3;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 3; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

@@ -664,10 +664,7 @@ kernelgen::Outcome dflash2_topk16(float* logits, int32_t* ids, float* scores, ui
   bool kg_present = false;
   kg_o = kernelgen::dflash2::dflash2_topk16_f32(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -676,10 +673,7 @@ kernelgen::Outcome dflash2_topk16(__nv_bfloat16* logits, int32_t* ids, float* sc
   bool kg_present = false;
   kg_o = kernelgen::dflash2::dflash2_topk16_bf16(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -692,18 +686,12 @@ kernelgen::Outcome kg_by_dtype_dflash2_topk16(void* logits, int32_t* ids, float*
   if ((kg_dtypes_T & (1u << 3)) != 0) {
     kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-    if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-      kg_r = kg_o;
-      kg_present = true;
-    }
+    if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   }
   if ((kg_dtypes_T & (1u << 1)) != 0) {
     kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-    if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-      kg_r = kg_o;
-      kg_present = true;
-    }
+    if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   }
   return kg_present ? kg_r : kg_o;  // none applies: the last present matching kernel's reason
 }
@@ -719,19 +707,13 @@ kg_plan plan_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T,
     kg_p = kernelgen::dflash2::plan_dflash2_topk16_f32(rows, vocab);
     if (kg_kernel != nullptr) *kg_kernel = 0;
     if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-    if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-      kg_r = kg_p;
-      kg_ri = 0;
-    }
+    if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   }
   if ((kg_dtypes_T & (1u << 1)) != 0) {
     kg_p = kernelgen::dflash2::plan_dflash2_topk16_bf16(rows, vocab);
     if (kg_kernel != nullptr) *kg_kernel = 1;
     if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-    if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-      kg_r = kg_p;
-      kg_ri = 1;
-    }
+    if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;

@@ -2378,16 +2378,10 @@ kernelgen::Outcome fp8_gemv_rt2_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -2397,17 +2391,11 @@ kg_plan plan_fp8_gemv_rt2_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -2419,16 +2407,10 @@ kernelgen::Outcome fp8_gemv_rt2_16_ks(const __nv_bfloat16* x, const __nv_fp8_e4m
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -2438,17 +2420,11 @@ kg_plan plan_fp8_gemv_rt2_16_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -2460,16 +2436,10 @@ kernelgen::Outcome fp8_gemv_rt2_32_ks(const __nv_bfloat16* x, const __nv_fp8_e4m
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -2479,17 +2449,11 @@ kg_plan plan_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -2501,16 +2465,10 @@ kernelgen::Outcome fp8_gemv_rt2_64_ks(const __nv_bfloat16* x, const __nv_fp8_e4m
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -2520,17 +2478,11 @@ kg_plan plan_fp8_gemv_rt2_64_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -2542,16 +2494,10 @@ kernelgen::Outcome fp8_gemv_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -2561,17 +2507,11 @@ kg_plan plan_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

@@ -452,34 +452,19 @@ kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* w
   bool kg_present = false;
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt1_128(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt1(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt2(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::w4a16_gemm::w4a16_gemm(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -489,38 +474,23 @@ kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1_128(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt2(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 2;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 2; }
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 3;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 3; }
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 4;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 4;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 4; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

@@ -1232,16 +1232,10 @@ kernelgen::Outcome prefill_attn_dflash_bf16(const __nv_bfloat16* q, const __nv_b
   bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_split(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_unsplit(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -1251,17 +1245,11 @@ kg_plan plan_prefill_attn_dflash_bf16(uint32_t q_rows, uint32_t kv_len, uint32_t
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_unsplit(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -1273,16 +1261,10 @@ kernelgen::Outcome prefill_attn_dflash_fp8(const __nv_bfloat16* q, const __nv_fp
   bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_fp8_split(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_fp8_unsplit(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -1292,17 +1274,11 @@ kg_plan plan_prefill_attn_dflash_fp8(uint32_t q_rows, uint32_t kv_len, uint32_t 
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_fp8_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_fp8_unsplit(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;
@@ -1314,16 +1290,10 @@ kernelgen::Outcome prefill_attn_dflash_bf16_indirect(const __nv_bfloat16* q, con
   bool kg_present = false;
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_indirect_split(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::attn_dflash::prefill_attn_dflash_bf16_indirect_unsplit(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -1333,17 +1303,11 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect(uint32_t q_rows, uint32_t max_kv_
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_indirect_split(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_indirect_unsplit(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

@@ -755,124 +755,64 @@ kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
   bool kg_present = false;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_32(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64_128(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_linear::fp8_gemm_tma(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
-  if (!(kg_o.code > 0 && KG_CATEGORY(kg_o.code) == KG_NL_ABSENT)) {
-    kg_r = kg_o;
-    kg_present = true;
-  }
+  if (!KG_ABSENT(kg_o.code)) { kg_r = kg_o; kg_present = true; }
   return kg_present ? kg_r : kg_o;  // none applies (or each hit a device limit): the last present kernel's reason
 }
 
@@ -882,143 +822,83 @@ kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kerne
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 0;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 0; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 1;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 1; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 2;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 2; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 3;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 3; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 4;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 4;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 4; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 5;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 5;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 5; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 6;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 6;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 6; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 7;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 7;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 7; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 8;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 8;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 8; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 9;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 9;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 9; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_32(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 10;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 10;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 10; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 11;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 11;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 11; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 12;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 12;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 12; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 13;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 13;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 13; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 14;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 14;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 14; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 15;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 15;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 15; }
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 16;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 16;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 16; }
   kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 17;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 17;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 17; }
   kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 18;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 18;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 18; }
   kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 19;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  if (!(kg_p.code > 0 && KG_CATEGORY(kg_p.code) == KG_NL_ABSENT)) {
-    kg_r = kg_p;
-    kg_ri = 19;
-  }
+  if (!KG_ABSENT(kg_p.code)) { kg_r = kg_p; kg_ri = 19; }
   if (kg_ri < 0) return kg_p;
   if (kg_kernel != nullptr) *kg_kernel = kg_ri;
   return kg_r;

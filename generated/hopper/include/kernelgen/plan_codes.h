@@ -48,5 +48,7 @@
 
 /* Errors from a device limit, after which a fallback chain tries its next member. */
 #define KG_FALLS_THROUGH(code) ((code) < 0 && (KG_CATEGORY(code) == KG_E_GRID || KG_CATEGORY(code) == KG_E_BLOCK || KG_CATEGORY(code) == KG_E_SHARED_MEM || KG_CATEGORY(code) == KG_E_LAUNCH_BOUNDS || KG_CATEGORY(code) == KG_E_CORESIDENT))
+// An outcome or plan code of a kernel absent on this target (a chain passes over it for its reason).
+#define KG_ABSENT(code) ((code) > 0 && KG_CATEGORY(code) == KG_NL_ABSENT)
 
 #endif

@@ -217,11 +217,11 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
       Py_INCREF(handle);
     }
     Py_DECREF(t);
-  } else if (is_cupy_stream(o)) {
-    handle = PyObject_GetAttrString(o, "ptr");
-    if (handle == nullptr) PyErr_Clear();
   } else if (is_integer(o, true)) {  // numpy.int64 and other objects with __index__
     handle = PyNumber_Index(o);
+    if (handle == nullptr) PyErr_Clear();
+  } else if (is_cupy_stream(o)) {
+    handle = PyObject_GetAttrString(o, "ptr");
     if (handle == nullptr) PyErr_Clear();
   }
   if (handle == nullptr || !PyLong_Check(handle) || PyBool_Check(handle)) {
