@@ -27,6 +27,11 @@
 // times 2^-8 (three instructions a pair on the integer pipes, the 2^8 folded into the row's
 // scale), so that K's and V's conversions use different pipes, was measured and not taken (its
 // tests passed): 44.5 -> 45.9 us at kv_len 32768, unchanged at 1024 and 8192.)
+// Converting while QK^T runs was measured and not taken either (its tests passed): each thread
+// converting the chunks it copied itself (no barrier between its cp.async wait and the
+// conversion), the next tile's K and this tile's V between QK^T's commit and its wait, so that
+// the tile loop has one barrier a tile instead of two: H100, benchmarks/attn_dflash_ablation.cu's
+// full kernel at kv_len 8192 / 32768, 22.4 / 45.6 us shipped against 23.1 / 48.9 us.
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
@@ -220,6 +225,10 @@ struct Params {
 // chunks' keys (kv_len 8208, the drafter's 8192 context rows and its block: 4 clusters of
 // 288-key chunks instead of 5 of 256) measured no faster (H200, split chain 23.5 -> 23.3 us;
 // 8192, 8704 and 16400 unchanged).
+// Other chunk counts for the FP8 cache (H100, the ablation's full kernel at kv_len 8192 / 32768,
+// shipped MAX_CHUNKS 40: 22.4 / 45.6 us): 32 chunks, 22.1 / 51.1 us; 48 chunks (6 clusters a row
+// block, 48 clusters of 8 CTAs in all), 30.3 / 62.5 us: with 3 CTAs an SM that many clusters do
+// not all fit on the GPU at once.
 // A function of kv_len alone for each cache type, so every kernel of a type (split or not,
 // direct or indirect, whatever its grid) cuts the keys the same way.
 template <int SPLIT_KEYS, bool FP8>
