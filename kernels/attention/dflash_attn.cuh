@@ -91,6 +91,10 @@ constexpr int NWARPS = 4;
 constexpr int NTHREADS = NWARPS * 32;
 constexpr int ROWS = NWARPS * 16;  // flattened rows per CTA
 constexpr int STAGES = 4;          // cp.async ring depth (tiles)
+// Deeper rings measured slower (H100, benchmarks/attn_dflash_ablation.cu's full kernel at kv_len
+// 8192 / 32768; shipped: bf16 24.1 / 58.1 us, fp8 22.4 / 45.8): 5 tiles, bf16 29.3 / 74.5 and fp8
+// 23.4 / 47.2; 6 tiles, bf16 29.5 / 74.2 and fp8 32.2 / 67.9. A bf16 CTA then takes 81 KB or more
+// of shared memory, and two CTAs fit an SM instead of three (fp8: at 6 tiles).
 constexpr int BF16_TILE = TILE * D * 2;  // bytes of one bf16 K (or V) tile
 constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
 // Dynamic shared memory: bf16, STAGES slots of K + V; fp8, STAGES raw slots of K + V plus two
@@ -227,8 +231,8 @@ struct Params {
 // 8192, 8704 and 16400 unchanged).
 // Other chunk counts for the FP8 cache (H100, the ablation's full kernel at kv_len 8192 / 32768,
 // shipped MAX_CHUNKS 40: 22.4 / 45.6 us): 32 chunks, 22.1 / 51.1 us; 48 chunks (6 clusters a row
-// block, 48 clusters of 8 CTAs in all), 30.3 / 62.5 us: with 3 CTAs an SM that many clusters do
-// not all fit on the GPU at once.
+// block, 48 clusters of 8 CTAs in all), 30.3 / 62.5 us: cudaOccupancyMaxActiveClusters gives 45
+// clusters of the split kernels at once on the H100 (3 CTAs an SM), fewer than 48.
 // A function of kv_len alone for each cache type, so every kernel of a type (split or not,
 // direct or indirect, whatever its grid) cuts the keys the same way.
 template <int SPLIT_KEYS, bool FP8>
