@@ -21,11 +21,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelgen import kernel_source, toolkit, writer
+from kernelgen import kernel_source, schema, toolkit, writer
 from kernelgen.errors import BuildError, SpecError
 from kernelgen.model import Catalog, Target
 
@@ -34,9 +34,75 @@ _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
 _COMPILE = re.compile(r"^(Building \S+ object|Linking \S+)")
 
 
+def path_problem(path: Path | str) -> str | None:
+    """Why a build cannot use ``path`` (a folder or file it hands to CMake or nvcc, made absolute;
+    where it leads through symbolic links as well): the character CMake or nvcc cannot take and
+    why (:data:`kernelgen.schema.PATH_REFUSED`), or None when a build can use it. For a check before
+    a build (an error) or a warning where a project is made."""
+    full = Path(os.path.abspath(path))
+    places = [full]
+    with contextlib.suppress(OSError, RuntimeError):
+        if full.resolve() != full:
+            places.append(full.resolve())
+    for place in places:
+        refused = schema.path_refusal(str(place))
+        if refused is None:
+            continue
+        c, why = refused
+        shown = repr(c) if c.isprintable() else f"U+{ord(c):04X}"
+        leads = f" (it leads to {place})" if place != full else ""
+        return f"has the character {shown}{leads}, which CMake and nvcc cannot take in a path: {why}"
+    return None
+
+
+def check_paths(paths: Iterable[tuple[str, Path | str, str]]) -> None:
+    """A :class:`BuildError` for the first of ``paths`` (what it is, the path, how to choose another)
+    that a build cannot hand to CMake or nvcc (:func:`path_problem`)."""
+    for what, path, fix in paths:
+        problem = path_problem(path)
+        if problem:
+            raise BuildError(f"{what} {os.path.abspath(path)} {problem}. Nothing was built; to fix: {fix}")
+
+
+_MOVE_PROJECT = "move (or copy) the project to a folder whose path has none of these characters"
+
+
+def build_paths(opts: BuildOptions) -> list[tuple[str, Path | str, str]]:
+    """The folders a build of ``opts`` hands to CMake and nvcc, each with what it is and how to
+    choose another, for :func:`check_paths`."""
+    return [
+        ("the project folder", opts.root, _MOVE_PROJECT),
+        ("the build folder", opts.build_dir, "choose another with --build-dir DIR"),
+        ("the install folder", opts.install_prefix, "choose another with --install-dir DIR"),
+        ("kernelgen's CMake driver (kernelgen's installation)", DRIVER_DIR,
+         "install kernelgen into an environment whose path has none of these characters"),
+        ("the Python interpreter", sys.executable,
+         "use a Python environment whose path has none of these characters"),
+    ]
+
+
+def tool_paths(tools: Tools) -> list[tuple[str, Path | str, str]]:
+    """The programs and folders found for a build (:class:`Tools`) that it hands to CMake and nvcc,
+    for :func:`check_paths`."""
+    fix = ("use a CUDA toolkit whose path has none of these characters (CUDA_HOME), or an environment whose "
+           "path has none for the CUDA wheels")
+    paths: list[tuple[str, Path | str, str]] = [
+        (f"the CUDA toolkit (from {tools.cuda.source})", tools.cuda.root, fix),
+        ("nvcc", tools.cuda.nvcc, fix),
+        ("cmake", tools.cmake, "install cmake where its path has none of these characters"),
+        ("ninja", tools.ninja, "install ninja where its path has none of these characters"),
+        ("pybind11's CMake folder", tools.pybind11_dir, "install pybind11 where its path has none of these characters"),
+    ]
+    if tools.torch:
+        paths.append(("torch", tools.torch["dir"], "build without the torch reader (--no-torch-reader)"))
+    return paths
+
+
 def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) -> None:
     """Every `build.include_dirs` folder the targets' builds use exists (the compiler would skip a
-    missing one without a word, and then fail on the first header it holds)."""
+    missing one without a word, and then fail on the first header it holds), and it and the project
+    root have only characters that CMake and nvcc take in a path (:func:`path_problem`)."""
+    check_paths([("the project folder", root, _MOVE_PROJECT)])
     layers = [(catalog.build, "build")] + [(t.build, f"{t.name}.build") for t in targets]
     layers += [(m.build, "build") for m in catalog.modules]
     for build, field_path in layers:
@@ -46,6 +112,10 @@ def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) 
                 what = "is not a folder" if path.exists() else "does not exist"
                 raise SpecError(loc, f"{field_path}.include_dirs", f"include folder {d} {what} ({path.resolve()})",
                                 "a relative folder is read from the project root; check it out or fix the path")
+            problem = path_problem(path)
+            if problem:
+                raise SpecError(loc, f"{field_path}.include_dirs", f"include folder {d} {problem}",
+                                "move (or copy) the headers to a folder whose path has none of these characters")
 
 
 @dataclass
@@ -902,9 +972,12 @@ class Tools:
 
     @staticmethod
     def find(opts: BuildOptions, echo: Callable[[str], None] = print) -> Tools:
-        return Tools(toolkit.find_toolkit(install=True, echo=echo), toolkit.find_cmake(), toolkit.find_ninja(),
-                     toolkit.find_pybind11(),
-                     torch_info(opts.build_dir) if opts.torch_reader else None)
+        """The programs for a build of ``opts``, each at a path a build can hand to CMake and nvcc."""
+        tools = Tools(toolkit.find_toolkit(install=True, echo=echo), toolkit.find_cmake(), toolkit.find_ninja(),
+                      toolkit.find_pybind11(),
+                      torch_info(opts.build_dir) if opts.torch_reader else None)
+        check_paths(tool_paths(tools))
+        return tools
 
 
 def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str]:
@@ -1053,6 +1126,73 @@ def _damaged_build_file(lines: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
+# ninja's records of a build tree: what it built with which command (.ninja_log), the headers each
+# object depends on (.ninja_deps). Both name files by their paths when built: a tree copied or moved
+# elsewhere holds the old tree's paths.
+NINJA_RECORDS = (".ninja_log", ".ninja_deps")
+
+
+def _forget_configure(bdir: Path, ninja_files: bool = False) -> None:
+    """Removes what a configure made of a build tree (CMake's cache and its CMakeFiles/, where its
+    compiler checks are kept) and, with ``ninja_files``, ninja's records of what it built
+    (:data:`NINJA_RECORDS`), so that the next configure starts from scratch."""
+    (bdir / "CMakeCache.txt").unlink(missing_ok=True)
+    shutil.rmtree(bdir / "CMakeFiles", ignore_errors=True)
+    if ninja_files:
+        for name in NINJA_RECORDS:
+            (bdir / name).unlink(missing_ok=True)
+
+
+def _inside(path: str, bdir: Path) -> bool:
+    """Whether a path as ninja records it (relative to the build tree, or absolute) names a file in
+    the tree ``bdir``, by its spelling (the tree reached through another path, a link to it say, is
+    another tree's)."""
+    full = os.path.normpath(path if os.path.isabs(path) else os.path.join(bdir, path))
+    return full.startswith(os.path.join(os.path.normpath(bdir), ""))
+
+
+def _forget_outside(bdir: Path, ninja: str) -> bool:
+    """Drops from ninja's log of ``bdir`` the files outside the tree that its build does not make
+    (the paths of a tree it was copied or moved from, which ``ninja -t cleandead`` would delete).
+    Returns whether the log names only files of this tree or of its build now."""
+    log = bdir / ".ninja_log"
+    try:
+        lines = log.read_text(encoding="utf-8", errors="surrogateescape").splitlines(keepends=True)
+    except OSError:
+        return True
+
+    def path_of(line: str) -> str | None:
+        fields = line.rstrip("\n").split("\t")
+        return fields[3] if not line.startswith("#") and len(fields) >= 5 else None
+
+    outside = {p for ln in lines if (p := path_of(ln)) is not None and not _inside(p, bdir)}
+    if not outside:
+        return True
+    try:
+        proc = subprocess.run([ninja, "-C", str(bdir), "-t", "targets", "all"], capture_output=True, text=True,
+                              errors="surrogateescape", timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if proc.returncode != 0:
+        return False
+    outputs = {ln.rsplit(": ", 1)[0] for ln in proc.stdout.splitlines()}
+    dead = outside - outputs
+    if dead:
+        kept = "".join(ln for ln in lines if path_of(ln) not in dead)
+        tmp = log.with_name(f"{log.name}.kernelgen-tmp")
+        tmp.write_text(kept, encoding="utf-8", errors="surrogateescape")
+        os.replace(tmp, log)
+    return True
+
+
+def _clean_dead(bdir: Path, ninja: str, root: Path) -> None:
+    """Removes the outputs of earlier configurations of ``bdir`` that its build no longer makes
+    (``ninja -t cleandead``), never a file outside the tree: the log's entries for another tree's
+    files are dropped first, and where that cannot be done nothing is removed."""
+    if _forget_outside(bdir, ninja):
+        _run([ninja, "-C", str(bdir), "-t", "cleandead"], root, lambda _: None, False)
+
+
 def prune_install(folder: Path, manifest: Path) -> list[str]:
     """Removes from a target's install folder every file its last install did not write (CMake's
     install manifest): the extension, stub and headers of a module since removed, the libraries of
@@ -1094,6 +1234,9 @@ def check_arches(targets: Sequence[Target], tk: toolkit.Toolkit) -> None:
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
+    # CMake and nvcc misread some characters in a path (CMake splits one at ';' and would write the
+    # build tree elsewhere): checked before anything is configured or installed.
+    check_paths(build_paths(opts))
     check_launcher(opts.compiler_launcher)
     tools = Tools.find(opts, echo)
     check_arches(targets, tools.cuda)
@@ -1121,15 +1264,19 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
         # CMake would delete its cache and configure without kernelgen's settings. Either way the
         # target is configured afresh and everything recompiled.
         echo(f"kernelgen: build/{t.name} {elsewhere}; configuring it afresh")
-        (bdir / "CMakeCache.txt").unlink()
-        shutil.rmtree(bdir / "CMakeFiles", ignore_errors=True)
+        _forget_configure(bdir, ninja_files=True)
 
     def configure() -> None:
         echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tools.cuda.version} from {tools.cuda.source}")
         stamp.unlink(missing_ok=True)  # a configure that does not finish is done again by the next build
         rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
         if rc != 0:
-            raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
+            # CMake keeps what its failed checks found (a compiler without features, say) and would
+            # fail the same way once the cause is fixed: the next build configures from scratch.
+            _forget_configure(bdir)
+            raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}\n"
+                             f"kernelgen: removed what this configure left in {bdir} (CMakeCache.txt, "
+                             "CMakeFiles/): the next build configures it from scratch")
         writer.write_text(stamp, json.dumps(args))
         res.configured = True
 
@@ -1161,8 +1308,8 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     res.compiled = [s for s in steps if _COMPILE.search(s)]
     res.steps = len(steps)
     # Outputs of earlier configurations (a removed module's object, the library of an earlier module
-    # set) that the build no longer makes: ninja removes those it once built.
-    _run([tools.ninja, "-C", str(bdir), "-t", "cleandead"], opts.root, lambda _: None, False)
+    # set) that the build no longer makes: ninja removes those it once built, in this tree only.
+    _clean_dead(bdir, tools.ninja, opts.root)
     res.ptxas = ptxas_report(lines)
     res.warnings = source_warnings(lines, opts.root)
     if res.warnings and not opts.verbose:

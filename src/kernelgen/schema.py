@@ -208,9 +208,39 @@ VERSION = Field(
     str(DEFAULT_VERSION),
 )
 
+# The characters a path cannot have where a build hands it to CMake or nvcc (the project root, the
+# build and install folders, the toolkit's, an include folder), each with the reason. Every other
+# character is taken: spaces, '&', '#', '(', '*', '{', '@', '=', '~', a leading '-', letters of any
+# script. Control characters (a newline, U+0000 to U+001F and U+007F) are refused as well.
+PATH_REFUSED = {
+    ";": "CMake splits paths at ';' (its list separator)",
+    '"': "CMake's quoting of paths (in its compiler checks) breaks on it",
+    "\\": "CMake reads it as an escape",
+    "$": "CMake and the shell that nvcc runs its steps in expand it",
+    "`": "the shell that nvcc runs its steps in takes it for a command",
+    "'": "nvcc loses the path from its include folders",
+    "[": "CMake does not split its lists inside square brackets",
+    "]": "CMake does not split its lists inside square brackets",
+}
+_PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def path_refusal(path: str) -> tuple[str, str] | None:
+    """The first character of ``path`` that CMake or nvcc cannot take in a path (:data:`PATH_REFUSED`,
+    a control character) and why, or None when the path can be built with."""
+    for c in path:
+        if c in PATH_REFUSED:
+            return c, PATH_REFUSED[c]
+        if _PATH_CONTROL.fullmatch(c):
+            return c, "CMake's files and nvcc's command lines cannot hold a control character"
+    return None
+
+
 # Build settings: what a project, a target or a module adds to the compilation of the modules'
-# translation units. Paths and values are written into CMake, so their characters are limited.
-INCLUDE_DIR_RE = re.compile(r"[A-Za-z0-9_.,+@/ -]{1,255}")
+# translation units. Paths and values are written into CMake, so their characters are limited: an
+# include folder takes what a path may have (PATH_REFUSED), but no leading '~' (CMake and nvcc do not
+# expand it: write the folder out).
+INCLUDE_DIR_RE = re.compile(r"(?!~)[^" + re.escape("".join(PATH_REFUSED)) + r"\x00-\x1f\x7f]{1,255}")
 DEFINE_VALUE_RE = re.compile(r"[A-Za-z0-9_.+-]{0,200}")
 NVCC_FLAG_RE = re.compile(r"-[A-Za-z0-9_.,=+:/@-]{1,199}(?: [A-Za-z0-9_.,=+:/@-]{1,200})?")
 BUILD = Struct(
@@ -226,7 +256,9 @@ BUILD = Struct(
               "Folders searched for `#include` (nvcc's `-I`), relative to the project root or absolute: a "
               "third-party library's headers (`third_party/cutlass/include`). They are searched after the "
               "project root: the module's first, then the target's, then the project's. `kernelgen build` "
-              "checks that each exists.",
+              "checks that each exists. A folder's path takes any character (spaces, `#`, `&`, letters of any "
+              "script) but those CMake or nvcc misread in a path: `;`, `\"`, `\\`, `$`, `` ` ``, `'`, `[`, `]` "
+              "and control characters; and no leading `~` (not expanded: write the folder out).",
               "none"),
         Field("defines", mapping_of(IDENTIFIER, Kind("integer, string or true", {
             "type": ["integer", "string", "boolean"], "pattern": _full(DEFINE_VALUE_RE)}), 1), False,

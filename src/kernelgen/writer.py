@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -192,6 +193,31 @@ def write_text(path: Path, text: str) -> None:
     _atomic_write(path, text.encode("utf-8"))
 
 
+def _umask() -> int:
+    """The process's file mode creation mask (from /proc where it shows it: setting the mask to read
+    it back is not safe while other threads create files)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions a file written at ``path`` gets: those of the file it replaces, else those
+    of any new file (read and write for all, less the umask), as a plain ``open`` would give it
+    (mkstemp's temporary file is private to the owner)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0o666 & ~_umask()
+    return stat.S_IMODE(st.st_mode)
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
@@ -200,7 +226,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
