@@ -7,7 +7,7 @@
                                      package is then importable in the active environment
     kernelgen unlink                 stop making the package importable (remove the .pth file)
     kernelgen cmake --out FILE       the CMake script a project's wheel build includes
-    kernelgen list                   the modules, kernels and chains per target
+    kernelgen list                   the modules, kernels, dispatchers, chains and structs per target
     kernelgen plan NAME [ARG=V]...   a kernel's or chain's plan for those arguments, per target
     kernelgen sass [NAME]...         the built kernels' registers and SASS instructions (--against: a change)
     kernelgen schema [--targets|--project]   the JSON Schema of module specs (or of specs/targets.yaml,
@@ -44,6 +44,30 @@ def find_root(start: Path) -> Path:
     raise KernelgenError(
         f"no specs/targets.yaml at or above {start}; run kernelgen from a project folder or pass --root"
     )
+
+
+def check_root(root: Path) -> Path:
+    """The project folder that ``--root`` names, resolved; an error naming it (absolute) where it
+    is no folder, or holds no specs/targets.yaml (saying which folder above it has one: --root
+    given the project's specs/ folder, say)."""
+    path = root.absolute()
+    if not path.exists():
+        raise KernelgenError(f"--root {root}: no such folder ({path})")
+    above = next((d for d in path.resolve().parents if (d / "specs" / "targets.yaml").is_file()), None)
+    if not path.is_dir():
+        hint = f" ({above} is one: --root {above})" if above is not None else ""
+        raise KernelgenError(f"--root {root}: {path} is a file; give the project's folder, which holds "
+                             f"specs/targets.yaml{hint}")
+    path = path.resolve()
+    registry = path / "specs" / "targets.yaml"
+    if registry.exists() or registry.is_symlink():  # the loader says what is wrong with one
+        return path
+    if above is not None:
+        which = "its parent" if above == path.parent else "the folder"
+        raise KernelgenError(f"--root {root}: no specs/targets.yaml in {path} ({which} {above} has one: "
+                             f"--root {above})")
+    raise KernelgenError(f"--root {root}: no specs/targets.yaml in {path}, so it is not a kernelgen project "
+                         "(kernelgen init creates one)")
 
 
 def _targets(catalog: Catalog, names: list[str] | None) -> list[Target]:
@@ -136,7 +160,7 @@ def _check_writable(option: str, folder: Path) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from kernelgen.build import BuildOptions, build_targets, check_include_dirs
+    from kernelgen.build import BuildOptions, build_paths, build_targets, check_include_dirs, check_paths
 
     root = args.root
     from kernelgen import project
@@ -151,10 +175,6 @@ def cmd_build(args: argparse.Namespace) -> int:
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
             raise KernelgenError(f"{label} {d} is not a folder")
         _check_writable(f"{label} DIR", d)
-    files = render_catalog(catalog, templates=root / "templates")
-    report = write_files(root, files, [t.name for t in catalog.targets])
-    print(f"kernelgen: generated {count(len(files), 'file')} ({len(report.written)} changed, "
-          f"{len(report.removed)} removed)")
     package = catalog.naming.package
     opts = BuildOptions(
         root=root,
@@ -166,6 +186,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         torch_reader=not args.no_torch_reader,
         package=package,
     )
+    check_paths(build_paths(opts))  # before anything is written
+    files = render_catalog(catalog, templates=root / "templates")
+    report = write_files(root, files, [t.name for t in catalog.targets])
+    print(f"kernelgen: generated {count(len(files), 'file')} ({len(report.written)} changed, "
+          f"{len(report.removed)} removed)")
     build_targets(opts, targets)
     folder = opts.install_prefix / package
     project.write_shell(folder, project.shell_files(catalog, root, folder))
@@ -189,12 +214,29 @@ def cmd_unlink(args: argparse.Namespace) -> int:
     return 0
 
 
+def init_folder(folder: Path | None, root: Path | None) -> Path:
+    """The folder ``kernelgen init`` writes into: its DIR, else the --root before the command, else
+    the current folder; DIR and --root naming two folders is an error."""
+    if folder is not None and root is not None and folder.resolve() != root.resolve():
+        raise KernelgenError(f"--root {root} and the folder {folder} name two folders: give one (kernelgen init DIR, "
+                             "or kernelgen --root DIR init)")
+    chosen = (folder or root or Path.cwd()).resolve()
+    if chosen.exists() and not chosen.is_dir():
+        raise KernelgenError(f"{chosen} is a file: kernelgen init writes a project into a folder")
+    return chosen
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
+    from kernelgen.build import path_problem
 
-    folder = (args.dir or Path.cwd()).resolve()
+    folder = init_folder(args.dir, args.root)
     written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force,
                             keep_existing=args.keep_existing)
+    problem = path_problem(folder)
+    if problem:
+        print(f"kernelgen: warning: the project folder {folder} {problem}; kernelgen build will refuse it: "
+              "move the project to a folder whose path has none of these characters", file=sys.stderr)
     print(f"kernelgen: created {count(len(written), 'file')} in {folder}:")
     for p in written:
         print(f"  {p}")
@@ -220,14 +262,12 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_cmake(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
-    from kernelgen.build import BuildOptions, build_targets, check_include_dirs
+    from kernelgen.build import BuildOptions, build_paths, build_targets, check_include_dirs, check_paths
 
     root = args.root
     catalog = load_catalog(root)
     targets = _targets(catalog, [x for t in args.target or [] for x in t.split(";") if x] or None)
     check_include_dirs(catalog, root, targets)
-    files = render_catalog(catalog, templates=root / "templates")
-    write_files(root, files, [t.name for t in catalog.targets])
     out_dir = args.out.resolve().parent
     # The targets are built by kernelgen's own driver in the project's build/ (after `kernelgen build`
     # nothing is recompiled), without the torch reader (it is locked to one torch version), and
@@ -235,8 +275,11 @@ def cmd_cmake(args: argparse.Namespace) -> int:
     opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
                         install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
                         verbose=args.verbose)
+    check_paths(build_paths(opts))  # before anything is written
     for option, d in (("--build-dir DIR", opts.build_dir), ("--out FILE", out_dir)):
         _check_writable(option, d)
+    files = render_catalog(catalog, templates=root / "templates")
+    write_files(root, files, [t.name for t in catalog.targets])
     # A build folder kept between wheel builds keeps what earlier ones staged: only this one's targets
     # go into the wheel.
     for folder in scaffold.prune_staging(opts.install_prefix, opts.package, [t.name for t in targets]):
@@ -289,9 +332,23 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")
+        for s in m.structs:
+            print(f"  {s.name}  {_struct_text(s)}")
         for where, text in _build_lines(catalog, m):
             print(f"  build{where}: {text}")
     return 0
+
+
+def _struct_text(s) -> str:
+    """A struct as `kernelgen list` shows it: its C++ type, size and fields (their types, arrays as
+    T[n])."""
+    align = f", align {s.over_aligned}" if s.over_aligned else ""
+    head = f"struct {s.cpp} ({count(s.size, 'byte')}{align})"
+    if s.stateless:
+        return f"{head}: no fields (a functor type: callers pass nothing)"
+    fields = ", ".join(f"{f.name}: {f.struct.name if f.struct is not None else f.scalar.name}"
+                       + (f"[{f.count}]" if f.count else "") for f in s.fields)
+    return f"{head}: {fields}"
 
 
 def _build_lines(catalog, m) -> list[tuple[str, str]]:
@@ -331,17 +388,14 @@ def cmd_sass(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.root)
     targets = _targets(catalog, args.target)
     sass.select(catalog, args.names)  # unknown names fail before anything is read
-    if args.ops < 0:
-        raise KernelgenError(f"--ops {args.ops}: give the number of opcode families to list (0 or more)")
-    if args.loops < 0:
-        raise KernelgenError(f"--loops {args.loops}: give the number of loops to list (0 or more)")
     build_dir = (args.build_dir or args.root / "build").resolve()
     against = None
     if args.against is not None:
         try:
             against = json.loads(args.against.read_text(encoding="utf-8"))
-            if not isinstance(against, dict):
-                raise ValueError("not an object of targets")
+            problem = sass.json_problem(against)  # the whole file, before anything is printed
+            if problem:
+                raise ValueError(problem)
         except (OSError, ValueError) as exc:
             raise KernelgenError(f"cannot read {args.against} (a kernelgen sass --json file): {exc}") from None
     per_target = {}
@@ -396,7 +450,96 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count_option(p: argparse.ArgumentParser, *flags: str, least: int, **kwargs: object) -> None:
+    """An integer option of ``p`` that must be ``least`` or more (checked by :func:`main`, a
+    usage error)."""
+    action = p.add_argument(*flags, type=int, **kwargs)  # type: ignore[arg-type]
+    p.set_defaults(counts=(*(p.get_default("counts") or ()), (action.dest, flags[0], least)), parser=p)
+
+
+def _count_error(args: argparse.Namespace) -> str | None:
+    """The usage error of an integer option below its least value, or None."""
+    for dest, flag, least in getattr(args, "counts", ()):
+        value = getattr(args, dest)
+        if value is not None and value < least:
+            return f"{flag} must be {least} or more (got {flag} {value})"
+    return None
+
+
+# What `kernelgen build --help` says of the CUDA toolkit (kernelgen.toolkit finds it).
+BUILD_TOOLKIT_HELP = """\
+CUDA toolkit: nvcc is taken from, in order, $CUDACXX; $CUDA_HOME or $CUDA_PATH; nvcc on PATH;
+/usr/local/cuda; the CUDA toolkit wheels from PyPI installed in this environment (pip install
+'kernelgen[cuda]'). Without any, the build installs those wheels from PyPI into the active
+environment first (about 130 MB; KERNELGEN_NO_CUDA_INSTALL=1 turns that off, and the build then
+stops saying what to install). KERNELGEN_IGNORE_SYSTEM_CUDA=1 hides every toolkit but the wheels
+(to check that a machine without a toolkit works)."""
+
+
+class _Output:
+    """Standard output whose reader may go away (``kernelgen ... | head``): once the pipe is
+    closed, what is written goes to /dev/null (the file descriptor too, for the final flush and
+    any child), and ``stop`` says whether the command then stops (BrokenPipeError, which
+    :func:`main` ends quietly) or goes on (a build, whose output is only its log)."""
+
+    def __init__(self, stream, stop: bool) -> None:
+        self.stream = stream
+        self.stop = stop
+        self.gone = False
+
+    def _closed(self) -> None:
+        if not self.gone:
+            self.gone = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.stream.fileno())
+            finally:
+                os.close(devnull)
+        if self.stop:
+            raise BrokenPipeError(errno.EPIPE, "the reader of the output has gone")
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+def _only_prints(args: argparse.Namespace) -> bool:
+    """Whether the command's whole work is what it prints (so a closed output ends it), rather
+    than files it writes or a build (which go on)."""
+    if args.command in ("list", "plan"):
+        return True
+    if args.command == "sass":
+        return args.json is None
+    if args.command == "schema":
+        return not args.out and args.docs is None
+    if args.command == "draft":
+        return not args.write
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout = sys.stdout
+    try:
+        return _main(argv)
+    finally:
+        if isinstance(sys.stdout, _Output):
+            sys.stdout = stdout
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: each command a subparser."""
     parser = argparse.ArgumentParser(prog="kernelgen", description="CUDA kernel specs -> launchers, bindings, builds.")
     parser.add_argument("--version", action="version", version=f"kernelgen {__version__}")
     parser.add_argument("--root", type=Path, help="project root (default: the folder above holding specs/targets.yaml)")
@@ -404,9 +547,12 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("generate", help="regenerate generated/ from specs/")
     g.add_argument("--check", action="store_true", help="only check generated/ is current; exit 1 when stale")
     g.set_defaults(func=cmd_generate)
-    b = sub.add_parser("build", help="regenerate, then build and install the targets")
+    b = sub.add_parser("build", help="regenerate, then build and install the targets",
+                       description="Regenerate generated/ from specs/, then build and install every target (or "
+                       "those named with --target); the project's package is then importable in the active "
+                       "environment.", epilog=BUILD_TOOLKIT_HELP)
     b.add_argument("--target", "-t", action="append", help="target to build (repeatable; default: all)")
-    b.add_argument("--jobs", "-j", type=int, help="parallel compile jobs (default: ninja's choice)")
+    _count_option(b, "--jobs", "-j", least=1, help="parallel compile jobs, 1 or more (default: ninja's choice)")
     b.add_argument("--compiler-launcher", help="compiler cache or launcher for nvcc and c++, e.g. ccache or sccache")
     b.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build)")
     b.add_argument("--install-dir", type=Path, help="install prefix (default: <root>/bindings)")
@@ -445,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     cm.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build, shared with kernelgen build)")
     cm.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
     cm.set_defaults(func=cmd_cmake)
-    ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
+    ls = sub.add_parser("list", help="list modules, kernels, dispatchers, fallback chains and structs")
     ls.set_defaults(func=cmd_list)
     pl = sub.add_parser(
         "plan", help="what a kernel's or chain's plan gives for argument values, per target (no GPU)",
@@ -470,9 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     sa.add_argument("names", nargs="*", metavar="NAME",
                     help="MODULE, MODULE.KERNEL or MODULE.CHAIN (a chain: its members; default: every kernel)")
     sa.add_argument("--target", "-t", action="append", help="target (repeatable; default: every built target)")
-    sa.add_argument("--ops", type=int, default=0, metavar="N",
+    _count_option(sa, "--ops", least=0, default=0, metavar="N",
                     help="also list each kernel's N largest opcode families (with --against: N largest changes)")
-    sa.add_argument("--loops", type=int, default=0, metavar="N",
+    _count_option(sa, "--loops", least=0, default=0, metavar="N",
                     help="also list each kernel's N largest loops: static instructions from a backward branch's "
                     "target to the branch (with --against: beside the earlier ones)")
     sa.add_argument("--json", type=Path, metavar="FILE", help="write the figures to FILE")
@@ -492,11 +638,32 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--docs", nargs="?", const="", metavar="FILE",
                     help="regenerate the field reference in docs/spec-format.md (or FILE) instead")
     sc.set_defaults(func=cmd_schema, root_optional=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    problem = _count_error(args)
+    if problem:
+        args.parser.print_usage(sys.stderr)
+        print(f"{args.parser.prog}: error: {problem}", file=sys.stderr)
+        return 2
+    sys.stdout = _Output(sys.stdout, stop=_only_prints(args))
     try:
-        if args.root or not getattr(args, "root_optional", False) or getattr(args, "docs", None) == "":
+        if args.root is not None and not getattr(args, "root_optional", False):
+            args.root = check_root(args.root)
+        elif args.root or not getattr(args, "root_optional", False) or getattr(args, "docs", None) == "":
             args.root = (args.root or find_root(Path.cwd())).resolve()
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # what is still buffered meets a closed output here, as the rest did
+        return code
+    except BrokenPipeError as exc:
+        if isinstance(sys.stdout, _Output) and sys.stdout.gone:
+            # the reader of the output has gone (kernelgen list | head): end quietly, as Python's
+            # own tools do (exit status 1, the rest of the output discarded)
+            return 1
+        print(f"kernelgen: error: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except SpecError as exc:
         print(f"kernelgen: error: {exc}", file=sys.stderr)
         return 2

@@ -563,11 +563,18 @@ def _build(ctx: _Ctx, node: YNode) -> Build:
                     d = _str(ctx, n, "a folder")
                     if len(d) > 255:
                         raise ctx.error(n.loc, f"folder is {len(d)} characters long; the limit is 255")
-                    if not schema.INCLUDE_DIR_RE.fullmatch(d) or d.strip() != d:
-                        bad = next((c for c in d if not schema.INCLUDE_DIR_RE.fullmatch(c)), " ")
-                        raise ctx.error(n.loc, f"folder {d!r} has the character {bad!r}, which build settings "
-                                        "do not take", "letters, digits, '_', '.', ',', '+', '@', '-', '/' and "
-                                        "inner spaces; no leading or trailing space")
+                    if d.startswith("~"):
+                        raise ctx.error(n.loc, f"folder {d!r} starts with '~', which CMake and nvcc do not expand",
+                                        "write the folder out (an absolute path, or one relative to the project)")
+                    refused = schema.path_refusal(d)
+                    if refused is not None:
+                        c, why = refused
+                        shown = repr(c) if c.isprintable() else f"U+{ord(c):04X}"
+                        raise ctx.error(n.loc, f"folder {d!r} has the character {shown}, which CMake and nvcc "
+                                        f"cannot take in a path: {why}")
+                    if d.strip() != d:
+                        raise ctx.error(n.loc, f"folder {d!r} starts or ends with a space",
+                                        "write the folder without the surrounding spaces")
                     norm = posixpath.normpath(d)
                     if norm in (".", "") or norm == "/":
                         raise ctx.error(n.loc, f"folder {d!r} is the project root or the file system's root",
@@ -840,6 +847,25 @@ def load_project(path: Path, root: Path) -> Naming:
     return load_project_file(path, root)[0]
 
 
+# Packages a project's package would shadow (cuda: NVIDIA's cuda.* packages, such as the
+# cuda.pathfinder that finds a toolkit installed from PyPI).
+SHADOWED_PACKAGES = ("kernelgen", "torch", "numpy", "pytest", "cuda")
+
+
+def project_name_problem(key: str, value: str) -> tuple[str, str] | None:
+    """What is wrong with ``value`` as the project's ``key`` (package, namespace, c_prefix or
+    library in specs/project.yaml; ``kernelgen init --package`` checks its package with it too),
+    as (message, hint); None when it can be used."""
+    pattern = _MODULE if key == "package" else _IDENT
+    if not pattern.fullmatch(value):
+        return f"{value!r} is not a valid {key}", f"use letters, digits and '_' matching {pattern.pattern}"
+    if value in RESERVED - {"kg", "kernelgen"} or value.startswith("__"):
+        return f"'{value}' is reserved and cannot be used as a {key}", "choose another name"
+    if key == "package" and value in SHADOWED_PACKAGES:
+        return f"package '{value}' would shadow an installed package", "choose another name"
+    return None
+
+
 def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
     """``specs/project.yaml``: the project's names (kernelgen's own when the file is absent) and
     its build settings."""
@@ -859,16 +885,9 @@ def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
             continue
         with ctx.at(key):
             value = _str(ctx, f[key])
-            pattern = _MODULE if key == "package" else _IDENT
-            if not pattern.fullmatch(value):
-                raise ctx.error(f[key].loc, f"{value!r} is not a valid {key}",
-                                f"use letters, digits and '_' matching {pattern.pattern}")
-            if value in RESERVED - {"kg", "kernelgen"} or value.startswith("__"):
-                raise ctx.error(f[key].loc, f"'{value}' is reserved and cannot be used as a {key}",
-                                "choose another name")
-            if key == "package" and value in ("kernelgen", "torch", "numpy", "pytest"):
-                raise ctx.error(f[key].loc, f"package '{value}' would shadow an installed package",
-                                "choose another name")
+            problem = project_name_problem(key, value)
+            if problem:
+                raise ctx.error(f[key].loc, *problem)
             values[key] = value
     naming = Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
                                 values.get("library"))
@@ -988,14 +1007,28 @@ def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
     return replace(catalog, modules=tuple(modules))
 
 
+def kill_switch_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a module's kill switch (not an environment variable name, or one
+    that ordinary environments set), or None when it can."""
+    if not _ENV.fullmatch(name):
+        return "not a valid environment variable name"
+    return _common_env(name)
+
+
 def kill_switch_example(package: str, module: str) -> str:
-    """A kill switch named after the project's package and the module (``MYPKG_NO_ATTN``);
-    ``<PACKAGE>_NO_<MODULE>`` for a project without a package of its own, whose name would be
-    kernelgen's."""
+    """A kill switch named after the project's package and the module (``MYPKG_NO_ATTN``; where
+    the package's name starts like variables ordinary environments set, as ``cuda_ops`` does,
+    ``NO_CUDA_OPS_ATTN`` or ``DISABLE_CUDA_OPS_ATTN``), which :func:`kill_switch_problem`
+    accepts; ``<PACKAGE>_NO_<MODULE>`` for a project without a package of its own, whose name
+    would be kernelgen's."""
+    upper = re.sub(r"[^A-Z0-9_]", "_", module.upper())
     if not package or package == NAMING_DEFAULT.package:
-        return f"<PACKAGE>_NO_{re.sub(r'[^A-Z0-9_]', '_', module.upper())}"
-    text = re.sub(r"[^A-Z0-9_]", "_", f"{package}_NO_{module}".upper())
-    return text if _ENV.fullmatch(text) else f"<PACKAGE>_NO_{module.upper()}"
+        return f"<PACKAGE>_NO_{upper}"
+    pkg = re.sub(r"[^A-Z0-9_]", "_", package.upper())
+    for text in (f"{pkg}_NO_{upper}", f"NO_{pkg}_{upper}", f"DISABLE_{pkg}_{upper}"):
+        if kill_switch_problem(text) is None:
+            return text
+    return f"<PACKAGE>_NO_{upper}"
 
 
 def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_build: Build | None = None,

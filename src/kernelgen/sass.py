@@ -346,6 +346,58 @@ def report(code: dict[str, KernelCode], ops: int = 0, against: dict | None = Non
     return lines
 
 
+# The figures report() reads of each kernel of a --json file (function, local, opcodes and loops
+# are optional; other keys are left alone).
+_JSON_FIGURES = ("registers", "stack", "instructions")
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def json_problem(data: object) -> str | None:
+    """What makes ``data`` (a parsed JSON file) other than what :func:`to_json` writes, naming
+    where (``hopper: scale.scale_f32: registers``); None when :func:`report` can compare with
+    it: {target: {kernel: {registers, stack, instructions, and optionally function, local,
+    opcodes: {family: count}, loops: [[instructions, first, last], ...]}}}."""
+
+    def kind(value: object) -> str:
+        text = json.dumps(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    if not isinstance(data, dict):
+        return f"not an object of targets (got {kind(data)})"
+    for target, kernels in data.items():
+        if not isinstance(kernels, dict):
+            return f"{target}: not an object of kernels (got {kind(kernels)})"
+        for label, figures in kernels.items():
+            where = f"{target}: {label}"
+            if not isinstance(figures, dict):
+                return f"{where}: not an object of figures (got {kind(figures)})"
+            for key in _JSON_FIGURES:
+                if key not in figures:
+                    return f"{where}: no '{key}' (each kernel has {', '.join(_JSON_FIGURES)})"
+                if not _is_count(figures[key]):
+                    return f"{where}: {key}: not a count (got {kind(figures[key])})"
+            if "function" in figures and not isinstance(figures["function"], str):
+                return f"{where}: function: not a string (got {kind(figures['function'])})"
+            if "local" in figures and not _is_count(figures["local"]):
+                return f"{where}: local: not a count (got {kind(figures['local'])})"
+            opcodes = figures.get("opcodes", {})
+            if not isinstance(opcodes, dict):
+                return f"{where}: opcodes: not an object of opcode families (got {kind(opcodes)})"
+            for op, n in opcodes.items():
+                if not _is_count(n):
+                    return f"{where}: opcodes: {op}: not a count (got {kind(n)})"
+            loops = figures.get("loops", [])
+            if not isinstance(loops, list):
+                return f"{where}: loops: not a list (got {kind(loops)})"
+            for i, loop in enumerate(loops):
+                if not (isinstance(loop, list) and len(loop) == 3 and all(_is_count(x) for x in loop)):
+                    return f"{where}: loops[{i}]: not [instructions, first address, last address] (got {kind(loop)})"
+    return None
+
+
 def to_json(per_target: dict[str, dict[str, KernelCode]]) -> str:
     return json.dumps({t: {k: c.to_json() for k, c in code.items()} for t, code in per_target.items()},
                       indent=1) + "\n"

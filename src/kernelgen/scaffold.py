@@ -9,13 +9,15 @@ folder (overrides of kernelgen's templates) and a README with its two commands.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgen import project, writer
+from kernelgen import project, writer, yamlio
 from kernelgen.emit.cmake import package_config_version
 from kernelgen.errors import KernelgenError
+from kernelgen.loader import kill_switch_example, project_name_problem
 from kernelgen.model import Catalog
 from kernelgen.schema import MODULE_RE
 
@@ -84,7 +86,7 @@ _SPEC = """\
 module: scale
 summary: out = alpha * x over n floats.
 sources: [kernels/scale.cu]
-kill_switch: @UPPER@_NO_SCALE
+kill_switch: @KILL@
 constants: {THREADS: 256}
 kernels:
   scale_f32:
@@ -126,9 +128,18 @@ import importlib.util
 
 import pytest
 
-from kernelgen.testing import built_module, built_target
+from kernelgen.testing import built_module, built_target, kill_switches_unset
 
-scale = built_module(built_target("@PKG@", __file__), "scale", package="@PKG@", test_file=__file__)
+TARGET = built_target("@PKG@", __file__)
+scale = built_module(TARGET, "scale", package="@PKG@", test_file=__file__)
+
+
+@pytest.fixture(autouse=True)
+def _kill_switch_unset():
+    # The tests expect the launcher on, whatever the environment sets: the module's kill switch
+    # (scale.KILL_SWITCH) is unset for each test, then restored and re-read (@PKG@.refresh()).
+    with kill_switches_unset("@PKG@", TARGET, ["scale"]):
+        yield
 
 
 def test_plan_without_gpu():
@@ -325,7 +336,7 @@ EXAMPLE_FILES = ("kernels/scale.cu", "specs/scale.yaml", "tests/test_scale.py")
 
 
 def _files(targets: list[str], example: bool = True) -> dict[str, str]:
-    """A new project's files (path -> text, with @PKG@, @UPPER@ and @DIST@ to fill in); without the
+    """A new project's files (path -> text, with @PKG@, @KILL@ and @DIST@ to fill in); without the
     example kernel's unless ``example``."""
     files = {
         "specs/project.yaml": _PROJECT_YAML,
@@ -360,17 +371,41 @@ def init_files() -> list[str]:
     return list(_files(list(DEFAULT_TARGETS)))
 
 
+def check_package(package: str) -> None:
+    """Refuses a package name that ``kernelgen init`` must not write: one the loader refuses in
+    specs/project.yaml (:func:`kernelgen.loader.project_name_problem`), or kernelgen's own."""
+    if not MODULE_RE.fullmatch(package):
+        raise KernelgenError(f"'{package}' is not a valid package name: use lower-case letters, digits and '_', "
+                             "starting with a letter")
+    if package in ("kernelgen", "kernelgen_ops"):
+        raise KernelgenError(f"'{package}' is kernelgen's own package; choose another name")
+    problem = project_name_problem("package", package)
+    if problem:
+        message, hint = problem
+        raise KernelgenError(f"--package {package}: {message} ({hint})")
+
+
+def _yaml_string(text: str) -> str:
+    """``text`` as a YAML scalar that reads back as that string: as it is, or quoted where YAML
+    would read another value (null, a YAML 1.1 boolean such as yes or off)."""
+    try:
+        node = yamlio.load("specs/project.yaml", f"package: {text}\n".encode())
+        if isinstance(node, yamlio.YMap) and [(k.value, getattr(v, "value", None)) for k, v in node.items] \
+                == [("package", text)]:
+            return text
+    except KernelgenError:
+        pass
+    return json.dumps(text)
+
+
 def init(folder: Path, package: str, targets: list[str], force: bool = False,
          keep_existing: bool = False) -> list[str]:
     """Write a new project's files into ``folder`` and return the paths written. Files that exist
     are an error, unless ``force`` (overwrite them) or ``keep_existing`` (leave them, appending
     kernelgen's entries to a ``.gitignore``; the paths returned are then those written or merged,
     the latter as ``.gitignore (entries appended)``)."""
-    if not MODULE_RE.fullmatch(package):
-        raise KernelgenError(f"'{package}' is not a valid package name: use lower-case letters, digits and '_', "
-                             "starting with a letter")
-    if package in ("kernelgen", "kernelgen_ops"):
-        raise KernelgenError(f"'{package}' is kernelgen's own package; choose another name")
+    check_package(package)
+    targets = list(dict.fromkeys(targets))  # a target named twice is one entry of specs/targets.yaml
     files = _files(targets)
     if force and keep_existing:
         raise KernelgenError("--force and --keep-existing contradict each other: choose one")
@@ -384,8 +419,8 @@ def init(folder: Path, package: str, targets: list[str], force: bool = False,
                              "files beside them (yours are left as they are), or --force to overwrite them")
     written = []
     for rel, text in files.items():
-        text = (text.replace("@PKG@", package).replace("@UPPER@", package.upper())
-                .replace("@DIST@", package.replace("_", "-")))
+        text = (text.replace("package: @PKG@\n", f"package: {_yaml_string(package)}\n").replace("@PKG@", package)
+                .replace("@KILL@", kill_switch_example(package, "scale")).replace("@DIST@", package.replace("_", "-")))
         p = folder / rel
         if keep_existing and rel in existing:
             if rel == ".gitignore" and p.is_file():

@@ -9,6 +9,7 @@ was not validated by the loader and escaped for its destination.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import linecache
 import re
 import traceback
@@ -57,6 +58,40 @@ ENV = jinja2.Environment(
 )
 
 
+def _attribute_names(obj: object) -> list[str]:
+    """The names a template can write after ``obj.``: its public attributes, those of the object a
+    view wraps (a kernel view's ``ir``, a module view's ``lm``, a target view's ``t``), or a
+    mapping's keys."""
+    if isinstance(obj, dict):
+        return sorted(k for k in obj if isinstance(k, str))
+    found = {n for n in dir(obj) if not n.startswith("_")}
+    for inner in (vars(obj).get(a) for a in ("ir", "lm", "t")) if hasattr(obj, "__dict__") else ():
+        if inner is not None:
+            found |= {n for n in dir(inner) if not n.startswith("_")}
+    return sorted(found)
+
+
+class _HintingUndefined(jinja2.StrictUndefined):
+    """StrictUndefined whose message for a missing attribute of one of kernelgen's objects names
+    the closest attributes it has, or lists them."""
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self) -> str:
+        text = super()._undefined_message
+        obj, name = self._undefined_obj, self._undefined_name
+        if obj is jinja2.utils.missing or not isinstance(name, str):
+            return text
+        known = _attribute_names(obj)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if close:
+            return f"{text} (did you mean {' or '.join(repr(c) for c in close)}?)"
+        if isinstance(obj, dict) or type(obj).__module__.startswith("kernelgen."):
+            return f"{text} (its attributes: {', '.join(known)})"
+        return text
+
+
 class TemplateError(KernelgenError):
     """A template of the project's ``templates/`` folder cannot be rendered (a syntax error, an
     undefined name, a missing include); the message names the template file and line."""
@@ -97,11 +132,13 @@ def project_templates(folder: Path | None) -> Iterator[None]:
     if folder is None or not folder.is_dir():
         yield
         return
+    # ``kernelgen/<name>`` always names kernelgen's own (a templates/kernelgen/ folder is never read:
+    # unused_templates warns about its files).
     env = ENV.overlay(loader=jinja2.ChoiceLoader([
-        _ProjectLoader(folder),
         jinja2.PrefixLoader({"kernelgen": ENV.loader}),  # type: ignore[dict-item]
+        _ProjectLoader(folder),
         ENV.loader,  # type: ignore[list-item]
-    ]))
+    ]), undefined=_HintingUndefined)
     _stack.append(_Templates(env, folder))
     try:
         yield
@@ -126,9 +163,61 @@ def render(template: str, context: dict[str, object]) -> str:
         error = _template_error(exc, current, sorted(full))
         if error is None:
             raise
+        output = _output_name(template, context)
+        if output:
+            error = TemplateError(f"{error}, while rendering {output}")
         raise error from None
     finally:
         _c_output.pop()
+
+
+# What each of kernelgen's templates renders (by its name without .j2), in generated/<target>/:
+# (module, target) -> path; the per-target files' ignore the module. test_template_messages.py
+# keeps this in step with the files generation writes.
+_OUTPUTS: dict[str, Callable[[str, str], str]] = {
+    "launchers.cu": lambda m, t: f"src/{m}.cu",
+    "api.h": lambda m, t: f"include/{names.module_header(m)}",
+    "api_c.h": lambda m, t: f"include/{names.module_header(m, '_c')}",
+    "binding.cpp": lambda m, t: f"python/{m}.cpp",
+    "stub.pyi": lambda m, t: f"python/{m}.pyi",
+    "test_contract.py": lambda m, t: f"tests/test_{m}_{t}_contract.py",
+    "rust/module.rs": lambda m, t: _rust_paths(m)[0],
+    "rust/contract.rs": lambda m, t: _rust_paths(m)[1],
+    "CMakeLists.txt": lambda m, t: "CMakeLists.txt",
+    "package_target.cmake": lambda m, t: "package_target.cmake",
+    "target_init.py": lambda m, t: "python/__init__.py",
+    "runtime_module.cpp": lambda m, t: "python/_runtime.cpp",
+    "types.h": lambda m, t: "include/kernelgen/types.h",
+    "plan_codes.h": lambda m, t: "include/kernelgen/plan_codes.h",
+    "target_table.h": lambda m, t: "include/kernelgen/target_table.h",
+    "rust/Cargo.toml": lambda m, t: "rust/Cargo.toml",
+    "rust/build.rs": lambda m, t: "rust/build.rs",
+    "rust/lib.rs": lambda m, t: "rust/src/lib.rs",
+}
+_MODULE_OUTPUTS = ("launchers.cu", "api.h", "api_c.h", "binding.cpp", "stub.pyi", "test_contract.py",
+                   "rust/module.rs", "rust/contract.rs")
+
+
+def _rust_paths(module: str) -> tuple[str, str]:
+    from kernelgen.emit import rust  # (it imports this module)
+
+    return rust.module_paths(module)
+
+
+def _output_name(template: str, context: dict[str, object]) -> str | None:
+    """The file a rendering of ``template`` with ``context`` makes, as messages name it
+    (``generated/hopper/src/scale.cu``; ``generated/<each target>/...`` for a file whose context
+    names no target); None for a template kernelgen does not render into generated/."""
+    m = context.get("m")
+    lm = m if isinstance(m, LModule) else (vars(m).get("lm") if hasattr(m, "__dict__") else None)
+    t = context.get("t")
+    target = lm.target.name if isinstance(lm, LModule) else getattr(t, "name", None) if t is not None else None
+    stem = template.removesuffix(".j2")
+    path = _OUTPUTS.get(stem)
+    if path is None or (stem in _MODULE_OUTPUTS and not isinstance(lm, LModule)):
+        return None
+    module = lm.name if isinstance(lm, LModule) else ""
+    return f"generated/{target or '<each target>'}/{path(module, target or '<target>')}"
 
 
 def _template_name(filename: str | None, folder: Path) -> str | None:
@@ -178,6 +267,8 @@ def _template_error(exc: Exception, current: _Templates, context: list[str]) -> 
                 "not found" + (f" ({hint})" if hint else ""))
     elif isinstance(exc, jinja2.UndefinedError) and str(exc.message).endswith(" is undefined"):
         text = f"{exc.message} (the template's names: {', '.join(context)})"
+    elif isinstance(exc, RecursionError):
+        text = _recursion_text(lines)
     elif isinstance(exc, jinja2.TemplateError):
         text = exc.message or type(exc).__name__
     else:
@@ -186,11 +277,52 @@ def _template_error(exc: Exception, current: _Templates, context: list[str]) -> 
     return TemplateError(f"{where}: {text}" + (f" (included from {', '.join(outer)})" if outer else ""))
 
 
+def _recursion_text(lines: list[tuple[str, str, int]]) -> str:
+    """What a RecursionError among templates means: which of the project's templates name each
+    other (or themselves) without end, and, for one named like kernelgen's, that its name reaches
+    the project's own: kernelgen's is ``kernelgen/<name>``."""
+    own = set(ENV.list_templates())
+    cycle = list(dict.fromkeys(shown for shown, _, _ in lines if not shown.startswith("kernelgen/")))
+    if not cycle:
+        return "RecursionError: the templates name each other without end"
+    verb = _naming_verb(lines[-1][1], lines[-1][2]) if lines else "names"
+    if len(cycle) == 1:
+        text = f"RecursionError: {cycle[0]} {verb} itself without end"
+    else:
+        text = f"RecursionError: {', '.join(cycle)} name each other without end"
+    shadowing = [name.split("/", 1)[1] for name in cycle if name.split("/", 1)[1] in own]
+    if shadowing:
+        name = shadowing[0]
+        text += (f" ('{name}' names the project's own template, which replaces kernelgen's; kernelgen's own is "
+                 f"'kernelgen/{name}')")
+    return text
+
+
+# Names of the copies editors and tools leave beside a file they change.
+_BACKUP_SUFFIXES = ("~", ".bak", ".orig", ".old", ".swp", ".swo", ".tmp", ".rej")
+# Endings of template files in other tools: a template here ends in .j2.
+_OTHER_TEMPLATE_SUFFIXES = (".jinja2", ".jinja", ".j2", ".tmpl", ".tpl", ".template")
+# Notes about the folder, left alone unless named like one of kernelgen's templates.
+_NOTE_SUFFIXES = (".md", ".txt", ".rst")
+
+
+def _meant_template(name: str, own: list[str]) -> str | None:
+    """kernelgen's template that a file of templates/ was likely meant to replace: its name with
+    another template ending (``launchers.cu.jinja``) or none (``launchers.cu``)."""
+    for suffix in ("", *_OTHER_TEMPLATE_SUFFIXES):
+        if name.endswith(suffix) and (meant := name[: len(name) - len(suffix)] + ".j2") in own and meant != name:
+            return meant
+    return None
+
+
 def unused_templates(folder: Path) -> list[str]:
-    """Warnings for files of a project's ``templates/`` folder that no rendering reads: a template
-    (a ``.j2`` file, or one of kernelgen's names without ``.j2``) that is named like none of
-    kernelgen's templates and that no file of the folder names in quotes (an include, an extends,
-    an import), each with the closest of kernelgen's names. Files whose names start with '.' are left out."""
+    """Warnings for files of a project's ``templates/`` folder that no rendering reads: a file
+    named like none of kernelgen's templates that no file of the folder names in quotes (an
+    include, an extends, an import), with the template it was likely meant to be (another ending:
+    ``launchers.cu.jinja``) or the closest of kernelgen's names; an editor's backup (``*~``,
+    ``*.bak``, ...) as such; every file under ``templates/kernelgen/`` (``kernelgen/<name>`` always
+    names kernelgen's own). Files whose names start with '.' are left out, and so are notes
+    (``.md``, ``.txt``, ``.rst``) named like none of kernelgen's templates."""
     if not folder.is_dir():
         return []
     own = ENV.list_templates()
@@ -204,12 +336,30 @@ def unused_templates(folder: Path) -> list[str]:
             texts[name] = ""
     out = []
     for name in files:
-        if name in own or not (name.endswith(".j2") or f"{name}.j2" in own):
+        shown = f"{folder.name}/{name}"
+        if name.startswith("kernelgen/"):
+            rest = name.removeprefix("kernelgen/")
+            move = (f"; to replace kernelgen's {rest}, move it to {folder.name}/{rest}" if rest in own else "")
+            out.append(f"{shown} is not used: 'kernelgen/<name>' always names kernelgen's own templates, so no "
+                       f"rendering reads {folder.name}/kernelgen/{move}")
+            continue
+        if name in own:
             continue
         if any(f'"{name}"' in text or f"'{name}'" in text for other, text in texts.items() if other != name):
             continue
-        out.append(f"{folder.name}/{name} is not used: it replaces none of kernelgen's templates and no template "
-                   f"of {folder.name}/ includes it ({did_you_mean(name, own)})")
+        backup = next((b for b in _BACKUP_SUFFIXES if name.endswith(b) and len(name) > len(b)), None)
+        if backup is not None:
+            original = name[: -len(backup)]
+            of = f" of {folder.name}/{original}" if original in files or original in own else ""
+            out.append(f"{shown} is not used: an editor's backup or leftover copy{of}; remove it, or rename it to "
+                       "the template it should be")
+            continue
+        meant = _meant_template(name, own)
+        if meant is None and name.endswith(_NOTE_SUFFIXES) and not difflib.get_close_matches(name, own, n=1):
+            continue
+        hint = f"did you mean '{meant}'?" if meant else did_you_mean(name, own)
+        out.append(f"{shown} is not used: it replaces none of kernelgen's templates and no template "
+                   f"of {folder.name}/ includes it ({hint})")
     return out
 
 
