@@ -142,6 +142,14 @@ class Outcome:
         return f"<Outcome {self.reason}>"
 
 
+def _attribute(module: str, name: str) -> object:
+    """``<module>.<name>``, its module imported: what a launcher pickles to (by reference, as a
+    module-level function does), so that unpickling it in another process imports its module."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 def _launcher_signature(names: tuple[str, ...], npositional: int, doc: str) -> object:
     """A launcher's ``__signature__``: its arguments in order (the first ``npositional`` positional
     or keyword, the rest keyword-only), then ``stream=None``, annotated with the spec types its

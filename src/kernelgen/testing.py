@@ -173,7 +173,10 @@ def _available_targets(pkg: ModuleType) -> list[str]:
 
 
 def _skip(reason: str) -> NoReturn:
-    """Skips the calling test file, or fails it where ``KERNELGEN_REQUIRE_BUILT`` is on."""
+    """Skips the calling test file, or fails it where ``KERNELGEN_REQUIRE_BUILT`` is on. This
+    helper, and each helper that calls it for its caller, hides its frame from pytest, so the skip
+    (or failure) is reported at the test file's line: one per file, also under pytest-xdist."""
+    __tracebackhide__ = True
     import pytest
 
     from kernelgen.toolkit import env_flag
@@ -193,6 +196,7 @@ def built_module(target: str, module: str, package: str = "kernelgen_ops", test_
     were generated from (:func:`kernelgen.emit.tests.plan_digest`); a module whose
     ``PLAN_DIGEST`` differs was built from other specs, and is skipped (or failed) the same way
     (:func:`stale_reason`)."""
+    __tracebackhide__ = True
     name = f"{package}.{target}.{module}"
     try:
         found = importlib.import_module(name)
@@ -223,6 +227,7 @@ def stale_reason(module: ModuleType, plan_digest: str | None, root: Path | None 
 def built_target(package: str, test_file: str | None = None) -> str:
     """The first (by name) of ``package``'s built targets, or a skip of the calling test file, as
     :func:`built_module`'s, where it has none: for tests that need some build (plans need no GPU)."""
+    __tracebackhide__ = True
     try:
         targets = _available_targets(importlib.import_module(package))
     except ImportError:

@@ -41,9 +41,9 @@ def test_plan_args_are_the_ones_kernelgen_plan_asks_for() -> None:
 
 def test_stub_plans_let_unused_integers_be_left_out() -> None:
     pyi = _files("tests/fixtures/arrays")["generated/hopper/python/arrays.pyi"]
-    assert "def plan_narrow_ints(*, flag: int | None = None, scale8: int, n: int, shift: int | None = None) " \
+    assert "def plan_narrow_ints(*, flag: _kg_builtins.int | None = None, scale8: _kg_builtins.int, n: _kg_builtins.int, shift: _kg_builtins.int | None = None) " \
            "-> _kg_Plan: ..." in pyi
-    assert "def plan(self, *, rows: int, cols: int) -> _kg_Plan: ..." in pyi  # layer_norm: all used
+    assert "def plan(self, *, rows: _kg_builtins.int, cols: _kg_builtins.int) -> _kg_Plan: ..." in pyi  # layer_norm: all used
 
 
 def test_binding_marks_scalars_the_plan_does_not_use() -> None:

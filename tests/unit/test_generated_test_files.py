@@ -19,7 +19,7 @@ from tests.conftest import run_cli
 def _stub_builds(root: Path, targets: list[str], module: str) -> Path:
     """Empty stand-ins for the built modules, so the test files import (instead of skipping at
     import, which would hide a clash of module names) without building anything."""
-    ops = root / "stub_ops"
+    ops = root / "stub_ops" / "kernelgen_ops"
     for t in targets:
         (ops / t).mkdir(parents=True)
         (ops / t / "__init__.py").write_text("")

@@ -177,7 +177,7 @@ def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
     assert "(&::scale_kernel<__nv_bfloat16,1>, 0);" in cu and "::kg_kernel_scale_bf16_1_0<<<" in cu
     assert NL_NO_INSTANCE == 7
     pyi = files["generated/hopper/python/demo.pyi"]
-    assert "def plan_scale(*, n: int, T: str | None = None) -> _kg_Plan: ..." in pyi
+    assert "def plan_scale(*, n: _kg_builtins.int, T: _kg_builtins.str | None = None) -> _kg_Plan: ..." in pyi
 
 
 def test_c_code_of_no_instance_comes_from_the_plan_semantics() -> None:
@@ -592,7 +592,7 @@ def test_a_float_scalar_may_follow_a_type_axis(tmp_path: Path) -> None:
            "  kernelgen::Outcome kg_o, kg_r;  // kg_r: the last outcome of a kernel present on this target\n" \
            "  bool kg_present = false;\n  kg_o = kernelgen::demo::axpy_f16(n, alpha, x, y, stream);" in cu
     pyi = files["generated/hopper/python/demo.pyi"]
-    assert "alpha: float" in pyi
+    assert "alpha: _kg_builtins.float" in pyi
     # the docs spell what the members type differently: by the axis, or by the members' types
     assert '"""(n: u32, alpha: f32|f16|bf16|f64, x: const f32|f16|bf16|f64*, y: f32|f16|bf16|f64*, *, stream=None) ' \
         '-> Outcome' in pyi

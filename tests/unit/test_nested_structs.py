@@ -181,7 +181,7 @@ def test_emitters(tmp_path: Path) -> None:
     assert '{ "window", 8, 4, kg_fields_window, 2 },' in binding
     pyi = files[base + "python/fa.pyi"]
     assert "class params(_kg_TypedDict):" in pyi
-    assert "    window: window | _kg_Any\n" in pyi and "    extra: _kg_Sequence[window | _kg_Any]\n" in pyi
+    assert "    window: _kg_arg_window\n" in pyi and "    extra: _kg_Sequence[_kg_arg_window]\n" in pyi
     contract = files[base + "tests/test_fa_hopper_contract.py"]
     other = next(ln for ln in contract.splitlines() if ln.startswith("OTHER_ARGS_attend = "))
     value = ast.literal_eval(other.split(" = ", 1)[1].replace("fake_pointer(2)", "0"))

@@ -205,8 +205,8 @@ def test_emitters(tmp_path: Path) -> None:
     assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0, 0, 0},  // params' in binding
     assert "*static_cast<const kg_demo__params__t*>(v[4].p)" in binding
     pyi = files[base + "python/demo.pyi"]
-    assert "class params(_kg_TypedDict):" in pyi and "    bias: _kg_Sequence[float]" in pyi
-    assert "d: dims | _kg_Any, p: params | _kg_Any, *, scale: float, rows: int, " in pyi
+    assert "class params(_kg_TypedDict):" in pyi and "    bias: _kg_Sequence[_kg_builtins.float]" in pyi
+    assert "d: _kg_arg_dims, p: _kg_arg_params, *, scale: _kg_builtins.float, rows: _kg_builtins.int, " in pyi
     tests = files[base + "tests/test_demo_hopper_contract.py"]
     assert "'p': {'n': 0, 'offset': 0, 'bias': [0, 0]}" in tests
     assert "def test_rope_struct_d_fields_are_checked():" in tests

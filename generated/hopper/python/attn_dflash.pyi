@@ -3,34 +3,55 @@
 
 q / out [q_rows, num_q_heads, 128] bf16; k_cache / v_cache [num_blocks, block_size, num_kv_heads, 128]; block_table [ceil(kv_len / block_size)] i32 (one sequence). Query row i sits at position q_offset + i (q_rope_pos + i for the indirect kernels); key k < kv_len is visible when (causal == 0 or k <= pos) and (window == 0 or k > pos - window). A row with no visible key is zeros. One CTA (4 warps) holds the 64 (q row, q head) pairs of one kv head (ceil(q_rows * group / 64) CTAs per kv head), so K / V are read once per kv head and split. The keys are cut into at most 40 chunks, each with its own softmax state, folded in chunk order: BF16 cache, SPLIT_KEYS keys doubled while more would be needed (128 keys up to kv_len 5120, 256 up to 10240, ...); FP8 cache, the fewest whole 32-key tiles, at least SPLIT_KEYS (832 keys at kv_len 32768), so that long caches use every split of the grid. Split kernels: split s covers chunk s, in clusters of CLUSTER CTAs (the grid is sized for SPLIT_KEYS-key splits, at most MAX_GROUPS clusters; clusters past the chunks return at once); each cluster folds its partial states in split order through distributed shared memory (CTA rank j: rows 8j .. 8j + 7), into out if it is the only cluster, else into a group state in `workspace` that the last cluster to finish folds in cluster order (bitwise repeatable). `counters` must be zero before the first launch; every launch leaves them zero. The unsplit kernels fold the same chunks with the same arithmetic, so up to 8 chunks split and unsplit give the same bits (beyond, within a few f32 ulp), and indirect equals direct. Chains: prefill_attn_dflash_bf16, prefill_attn_dflash_fp8 and prefill_attn_dflash_bf16_indirect launch their split member when the key range has at least two splits and the unsplit grid fills at most half the GPU, else the unsplit member."""
 
-from typing import Any as _kg_Any, Protocol as _kg_Protocol, TypedDict as _kg_TypedDict
+# Every name this stub uses is kernelgen's (_kg_) or a builtin spelled through _kg_builtins, so
+# that no name it declares (a struct, a launcher, a field) can stand for one it uses.
+import builtins as _kg_builtins
+from typing import Any as _kg_Any, Protocol as _kg_Protocol, SupportsIndex as _kg_SupportsIndex, TypedDict as _kg_TypedDict
 
 from kernelgen_ops import Outcome as _kg_Outcome
 
-TARGET: str
-KILL_SWITCH: str | None
-PLAN_DIGEST: str
+TARGET: _kg_builtins.str
+KILL_SWITCH: _kg_builtins.str | None
+PLAN_DIGEST: _kg_builtins.str
 
 class _kg_CudaArrayInterface(_kg_Protocol):
-    @property
-    def __cuda_array_interface__(self) -> dict[str, _kg_Any]: ...
+    @_kg_builtins.property
+    def __cuda_array_interface__(self) -> _kg_builtins.object: ...
 
 class _kg_DLPack(_kg_Protocol):
-    def __dlpack__(self, *args: _kg_Any, **kwargs: _kg_Any) -> _kg_Any: ...
+    def __dlpack__(self, *args: _kg_Any, **kwargs: _kg_Any) -> _kg_builtins.object: ...
 
-_kg_Array = int | _kg_CudaArrayInterface | _kg_DLPack | _kg_Any
-_kg_Stream = int | _kg_Any | None
+class _kg_DataPtr(_kg_Protocol):
+    def data_ptr(self) -> _kg_builtins.int: ...
+
+# A device array: an int pointer (numpy integers included), a torch tensor, a CuPy array, any
+# object with __cuda_array_interface__ or __dlpack__.
+_kg_Array = _kg_SupportsIndex | _kg_CudaArrayInterface | _kg_DLPack | _kg_DataPtr
+
+class _kg_CudaStreamAttribute(_kg_Protocol):
+    @_kg_builtins.property
+    def cuda_stream(self) -> _kg_builtins.int: ...
+
+class _kg_CudaStreamProtocol(_kg_Protocol):
+    def __cuda_stream__(self) -> _kg_builtins.tuple[_kg_builtins.int, _kg_builtins.int]: ...
+
+class _kg_StreamPtr(_kg_Protocol):
+    @_kg_builtins.property
+    def ptr(self) -> _kg_builtins.int: ...
+
+# A CUDA stream: an int handle, a torch stream (.cuda_stream), __cuda_stream__, a CuPy stream (.ptr).
+_kg_Stream = _kg_SupportsIndex | _kg_CudaStreamAttribute | _kg_CudaStreamProtocol | _kg_StreamPtr | None
 
 class _kg_Plan(_kg_TypedDict):
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_mem: int
-    launched: bool
-    code: int
-    reason: str
-    kernel: str
-    variant: int
-    sizes: dict[str, int] | None
+    grid: _kg_builtins.tuple[_kg_builtins.int, _kg_builtins.int, _kg_builtins.int]
+    block: _kg_builtins.tuple[_kg_builtins.int, _kg_builtins.int, _kg_builtins.int]
+    shared_mem: _kg_builtins.int
+    launched: _kg_builtins.bool
+    code: _kg_builtins.int
+    reason: _kg_builtins.str
+    kernel: _kg_builtins.str
+    variant: _kg_builtins.int
+    sizes: _kg_builtins.dict[_kg_builtins.str, _kg_builtins.int] | None
 
 class _kg_launcher_prefill_attn_dflash_bf16_unsplit(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
@@ -39,12 +60,12 @@ BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16_unsplit: _kg_launcher_prefill_attn_dflash_bf16_unsplit
 
-def plan_prefill_attn_dflash_bf16_unsplit(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16_unsplit(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_split(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
@@ -53,12 +74,12 @@ BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys 
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16_split: _kg_launcher_prefill_attn_dflash_bf16_split
 
-def plan_prefill_attn_dflash_bf16_split(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16_split(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8_unsplit(_kg_Protocol):
     """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
@@ -67,12 +88,12 @@ As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cach
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32)."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_fp8_unsplit: _kg_launcher_prefill_attn_dflash_fp8_unsplit
 
-def plan_prefill_attn_dflash_fp8_unsplit(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_fp8_unsplit(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8_split(_kg_Protocol):
     """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
@@ -81,12 +102,12 @@ As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scal
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_fp8_split: _kg_launcher_prefill_attn_dflash_fp8_split
 
-def plan_prefill_attn_dflash_fp8_split(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_fp8_split(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect_unsplit(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
@@ -95,12 +116,12 @@ As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read fr
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32)."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16_indirect_unsplit: _kg_launcher_prefill_attn_dflash_bf16_indirect_unsplit
 
-def plan_prefill_attn_dflash_bf16_indirect_unsplit(*, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16_indirect_unsplit(*, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect_split(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
@@ -109,45 +130,45 @@ Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(m
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16_indirect_split: _kg_launcher_prefill_attn_dflash_bf16_indirect_split
 
-def plan_prefill_attn_dflash_bf16_indirect_split(*, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16_indirect_split(*, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16: _kg_launcher_prefill_attn_dflash_bf16
 
-def plan_prefill_attn_dflash_bf16(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8(_kg_Protocol):
     """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_fp8: _kg_launcher_prefill_attn_dflash_fp8
 
-def plan_prefill_attn_dflash_fp8(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_fp8(*, q_rows: _kg_builtins.int, kv_len: _kg_builtins.int, q_offset: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies."""
 
-    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+    def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: _kg_builtins.int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int, window: _kg_builtins.int, scale: _kg_builtins.float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...
 
 prefill_attn_dflash_bf16_indirect: _kg_launcher_prefill_attn_dflash_bf16_indirect
 
-def plan_prefill_attn_dflash_bf16_indirect(*, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int | None = None, window: int | None = None) -> _kg_Plan: ...
+def plan_prefill_attn_dflash_bf16_indirect(*, q_rows: _kg_builtins.int, max_kv_len: _kg_builtins.int, num_q_heads: _kg_builtins.int, num_kv_heads: _kg_builtins.int, block_size: _kg_builtins.int, causal: _kg_builtins.int | None = None, window: _kg_builtins.int | None = None) -> _kg_Plan: ...

@@ -17,19 +17,31 @@ def docstring(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def builtin(name: str) -> str:
+    """A builtin type as the stub spells it: through ``_kg_builtins``, which no name the stub
+    declares (a struct, a launcher, a struct's field) can shadow."""
+    return f"_kg_builtins.{name}"
+
+
+def struct_annotation(name: str) -> str:
+    """A struct's value: its TypedDict or any object with its fields as attributes (the stub's
+    ``_kg_arg_<struct>``)."""
+    return f"_kg_arg_{name}"
+
+
 def annotation(a: CArg) -> str:
     if a.is_pointer:
         return "_kg_Array | None" if a.nullable else "_kg_Array"
     if a.struct is not None:
-        return f"{a.struct.name} | _kg_Any"
+        return struct_annotation(a.struct.name)
     assert a.scalar is not None
-    return a.scalar.py
+    return builtin(a.scalar.py)
 
 
 def field_annotation(f: StructField) -> str:
     """A struct field's annotation in its TypedDict: a scalar's, or a nested struct's (its
     TypedDict or any object with its fields); a sequence of those for an array."""
-    one = f"{f.struct.name} | _kg_Any" if f.struct is not None else f.scalar.py
+    one = struct_annotation(f.struct.name) if f.struct is not None else builtin(f.scalar.py)
     return f"_kg_Sequence[{one}]" if f.count else one
 
 
@@ -42,7 +54,7 @@ def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey,
     # plan() takes the integer arguments its expressions use; the others may be left out (or None)
     ints = [f"{a.name}: {annotation(a)}" if a.name in in_plan else f"{a.name}: {annotation(a)} | None = None"
             for a in args if a.is_int]
-    ints += [f"{k.name}: str | None = None" for k in keys]
+    ints += [f"{k.name}: {builtin('str')} | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ("*, " + ", ".join(ints)) if ints else ""}  # keyword-only; none: no bare *
 

@@ -593,6 +593,27 @@ std::string plan_doc(const LauncherSpec* s) {
   return doc;
 }
 
+// A launcher is a module-level object, copied and pickled as functions are: copy.copy and
+// copy.deepcopy give the launcher itself, and it pickles by reference, as <package>._api's
+// _attribute(module, name), which imports the module where it is unpickled.
+PyObject* launcher_reduce(PyObject* obj, PyObject*) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  PyObject* load = PyObject_GetAttrString(g.api, "_attribute");
+  if (load == nullptr) return nullptr;
+  return Py_BuildValue("(N(Os))", load, self->module_name, self->spec->name);
+}
+
+PyObject* launcher_copy(PyObject* obj, PyObject*) {
+  Py_INCREF(obj);
+  return obj;
+}
+
+PyMethodDef launcher_methods[] = {
+    {"__reduce__", launcher_reduce, METH_NOARGS, "Pickles the launcher by reference: its module and name."},
+    {"__copy__", launcher_copy, METH_NOARGS, "The launcher itself (as copy.copy gives for a function)."},
+    {"__deepcopy__", launcher_copy, METH_O, "The launcher itself (as copy.deepcopy gives for a function)."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyGetSetDef launcher_getset[] = {
     {"__doc__", get_doc, nullptr, nullptr, nullptr},
     {"__name__", get_name, nullptr, nullptr, nullptr},
@@ -609,6 +630,7 @@ PyTypeObject* launcher_type() {
       {Py_tp_repr, reinterpret_cast<void*>(launcher_repr)},
       {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
       {Py_tp_getset, launcher_getset},
+      {Py_tp_methods, launcher_methods},
       {0, nullptr}};
   static PyMemberDef members[] = {
       {"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, nullptr},
