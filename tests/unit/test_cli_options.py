@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +17,12 @@ from kernelgen.cli import build_parser, main
 from kernelgen.loader import load_catalog
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "fixtures" / "project"
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
-    return root
+def root(project: Path) -> Path:
+    """A writable copy of tests/fixtures/project (tests/conftest.py)."""
+    return project
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:

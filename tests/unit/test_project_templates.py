@@ -3,7 +3,6 @@ line, with the CLI's exit status for user input; a file there that nothing reads
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,12 @@ import pytest
 from kernelgen.cli import main
 from kernelgen.emit.base import unused_templates
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "fixtures" / "project"
-
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
-    (root / "templates").mkdir()
-    return root
+def root(project: Path) -> Path:
+    """A writable copy of tests/fixtures/project (tests/conftest.py), with an empty templates/ folder."""
+    (project / "templates").mkdir()
+    return project
 
 
 def _generate(root: Path, capsys: pytest.CaptureFixture[str], templates: dict[str, str]) -> tuple[int, str]:

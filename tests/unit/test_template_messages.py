@@ -6,7 +6,6 @@ was meant to be, and what a template including itself by kernelgen's name means.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,12 @@ from kernelgen.emit import render_catalog
 from kernelgen.emit.base import ENV, unused_templates
 from kernelgen.loader import load_catalog
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "fixtures" / "project"
-
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
-    (root / "templates").mkdir()
-    return root
+def root(project: Path) -> Path:
+    """A writable copy of tests/fixtures/project (tests/conftest.py), with an empty templates/ folder."""
+    (project / "templates").mkdir()
+    return project
 
 
 def _generate(root: Path, capsys: pytest.CaptureFixture[str], templates: dict[str, str]) -> tuple[int, str]:
