@@ -6,9 +6,11 @@
 # Read by kernelgen_ops-config.cmake in the package folder:
 #   find_package(kernelgen_ops CONFIG REQUIRED COMPONENTS gb10)
 #   target_link_libraries(app PRIVATE kernelgen_ops::gb10)
-# The headers include cuda_runtime.h: from CUDA::toolkit where CMake's FindCUDAToolkit finds a toolkit,
-# else from the folder holding cuda_runtime.h under CUDAToolkit_ROOT, CUDA_HOME, CUDA_PATH or
-# /usr/local/cuda (kernelgen_ops_CUDA_INCLUDE_DIR). The library carries its CUDA runtime.
+# The headers include cuda_runtime.h: from the include directories of CUDA::toolkit where CMake's
+# FindCUDAToolkit finds a toolkit, else from the folder holding cuda_runtime.h under CUDAToolkit_ROOT,
+# CUDA_HOME, CUDA_PATH or /usr/local/cuda (kernelgen_ops_CUDA_INCLUDE_DIR). Only the include
+# directories: the library carries its CUDA runtime, so a program needs no toolkit library (CUDA::toolkit
+# itself would add the toolkit's library folder to its link line and its RUNPATH).
 if(NOT TARGET kernelgen_ops::gb10)
   if(NOT TARGET CUDA::toolkit)
     find_package(CUDAToolkit QUIET)
@@ -27,8 +29,13 @@ if(NOT TARGET kernelgen_ops::gb10)
   set_target_properties(kernelgen_ops::gb10 PROPERTIES
     INTERFACE_kernelgen_ops_ONE_TARGET_PER_PROGRAM gb10
     COMPATIBLE_INTERFACE_STRING kernelgen_ops_ONE_TARGET_PER_PROGRAM)
+  set(_kernelgen_ops_cuda_includes)
   if(TARGET CUDA::toolkit)
-    set_property(TARGET kernelgen_ops::gb10 APPEND PROPERTY INTERFACE_LINK_LIBRARIES CUDA::toolkit)
+    get_target_property(_kernelgen_ops_cuda_includes CUDA::toolkit INTERFACE_INCLUDE_DIRECTORIES)
+  endif()
+  if(_kernelgen_ops_cuda_includes)
+    set_property(TARGET kernelgen_ops::gb10 APPEND PROPERTY
+      INTERFACE_INCLUDE_DIRECTORIES ${_kernelgen_ops_cuda_includes})
   else()
     find_path(kernelgen_ops_CUDA_INCLUDE_DIR cuda_runtime.h
       HINTS ${CUDAToolkit_ROOT} $ENV{CUDAToolkit_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda

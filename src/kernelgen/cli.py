@@ -112,6 +112,15 @@ def _warn_namespace_clashes(catalog: Catalog, root: Path) -> None:
             break
 
 
+def _warn_struct_header_guards(catalog: Catalog, root: Path) -> None:
+    """A warning for each struct header (or project header it includes) that the package copies
+    beside its API headers and that is protected by #pragma once only (kernelgen.emit.cpp)."""
+    from kernelgen.emit.cpp import struct_header_warnings
+
+    for text in struct_header_warnings(catalog, root):
+        print(f"kernelgen: warning: {text}", file=sys.stderr)
+
+
 def _warn_unused_templates(root: Path) -> None:
     """A warning for each file of the project's templates/ folder that no rendering reads (a
     template named like none of kernelgen's, which nothing includes)."""
@@ -124,6 +133,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     start = time.monotonic()
     catalog = load_catalog(root)
     _warn_namespace_clashes(catalog, root)
+    _warn_struct_header_guards(catalog, root)
     _warn_unused_templates(root)
     all_targets = [t.name for t in catalog.targets]
     files = render_catalog(catalog, templates=root / "templates")
@@ -169,6 +179,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     targets = _targets(catalog, args.target)
     check_include_dirs(catalog, root, targets)
     _warn_namespace_clashes(catalog, root)
+    _warn_struct_header_guards(catalog, root)
     _warn_unused_templates(root)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written

@@ -1410,7 +1410,8 @@ def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], sc
         header = scope.files.get(name) if rec is not None and ("<" in cpp or rec.typedef) else None
         if header is not None and not header.endswith(_HEADER_SUFFIXES):
             notes[cpp].append(f"check: the C++ API header includes {header} for the type, and the build includes "
-                              "it again: give it #pragma once, or move the type into a header given here")
+                              "it again: give it an include guard (#ifndef / #define; #pragma once cannot tell the "
+                              "installed copy from the original), or move the type into a header given here")
         out.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp]}"
                    + (f", header: {_yaml_str(header)}" if header else "") + "}"
                    + (f"  # {'; '.join(notes[cpp])}" if notes[cpp] else ""))

@@ -7,6 +7,10 @@
 # to the including file: a program then gets each package's own files whatever its include path
 # holds, another package's files of the same paths among them. Other includes (the toolkit's, a
 # library's) are kept as they are. Editing one of the files configures the build again.
+# A file protected by #pragma once only gets a warning: the API headers include its copy, and a
+# program that includes the project's file too has it at two paths, which #pragma once tells apart,
+# so its definitions twice; an include guard holds for both (kernelgen.emit.cpp.pragma_once_only,
+# which kernelgen build and generate report, reads the file as the compiler does).
 function(kernelgen_struct_headers folder)
   list(LENGTH ARGN kg_n)
   set(kg_dests)
@@ -25,6 +29,20 @@ function(kernelgen_struct_headers folder)
     set(kg_file "${KERNELGEN_ROOT}/${kg_src}")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${kg_file}")
     file(READ "${kg_file}" kg_text)
+    if(kg_text MATCHES "(^|\n)[ \t]*#[ \t]*pragma[ \t]+once")
+      set(kg_guarded FALSE)
+      if(kg_text MATCHES "(^|\n)[ \t]*#[ \t]*(ifndef[ \t]+|if[ \t]*![ \t]*defined[ \t]*[( \t][ \t]*)([A-Za-z_][A-Za-z_0-9]*)")
+        if(kg_text MATCHES "(^|\n)[ \t]*#[ \t]*define[ \t]+${CMAKE_MATCH_3}([ \t\r\n]|$)")
+          set(kg_guarded TRUE)
+        endif()
+      endif()
+      if(NOT kg_guarded)
+        message(WARNING "kernelgen: ${kg_src} is protected by #pragma once only; the package installs a copy of it "
+          "that the C++ API header includes, and #pragma once tells files apart by their path, so a program that "
+          "includes both the project's ${kg_src} and the API header gets its definitions twice; give ${kg_src} an "
+          "include guard (#ifndef NAME / #define NAME at its top, #endif at its end; #pragma once may stay)")
+      endif()
+    endif()
     get_filename_component(kg_dir "${kg_dest}" DIRECTORY)
     string(REGEX MATCHALL "#[ \t]*include[ \t]*\"[^\";\r\n]+\"" kg_includes "${kg_text}")
     if(kg_includes)

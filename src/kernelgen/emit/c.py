@@ -142,6 +142,11 @@ def elem_defines(lm: LModule) -> list[tuple[str, int]]:
     return [(f"KG_ELEM_{e.name.upper()}", e.code) for e in types.ELEM_TYPES]
 
 
+# The guard of the KG_ELEM_* definitions, which every module's C and C++ headers that take dtype
+# masks carry (the codes are the type registry's, the same in every module and package).
+ELEM_GUARD = "KERNELGEN_ELEM_CODES_DEFINED"
+
+
 def c_structs(lm: LModule) -> list[dict[str, object]]:
     """The module's struct types as C structs (each after the structs it nests): name, fields (C
     declarations), size, alignment."""
@@ -175,6 +180,13 @@ def abi_symbol(lm: LModule) -> str:
     lines += [f"{name} {value}" for name, value in elem_defines(lm)]
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:8]
     return f"{names.current().c_prefix}_{lm.name}__abi__{digest}"
+
+
+def abi_guard(lm: LModule) -> str:
+    """The macro guarding the declaration of the module's ABI digest symbol, which its C and C++
+    headers both declare (declared once where a translation unit includes both: -Wredundant-decls).
+    Spelled without the symbol's "__", which C++ reserves in macro names too."""
+    return "KERNELGEN_" + abi_symbol(lm).replace("__", "_").upper() + "_DECLARED"
 
 
 # The runtime's C functions (kernelgen/abi.h, runtime.cpp) as (return type, name after kg_rt_,
@@ -228,8 +240,10 @@ def render_module(lm: LModule) -> dict[str, str]:
         "guard": include_guard(lm.name),
         "stamp": stamp(lm.spec),
         "elem_defines": elem_defines(lm),
+        "elem_guard": ELEM_GUARD,
         "structs": c_structs(lm),
         "abi_symbol": abi_symbol(lm),
+        "abi_guard": abi_guard(lm),
         "runtime_declarations": runtime_declarations(),
     }
     return {f"include/{names.module_header(lm.name, '_c')}": render("api_c.h.j2", ctx)}

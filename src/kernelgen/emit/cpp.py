@@ -7,14 +7,16 @@ included, the C ABI's definitions) and ``include/<namespace>/<module>.h`` (the C
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 from kernelgen import expr, names, types
 from kernelgen.emit import c
 from kernelgen.emit.base import ModuleView, render, stamp
 from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import CArg, LChain, LKernel, LModule
-from kernelgen.model import Struct, StructField
+from kernelgen.model import Catalog, Struct, StructField
 from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
 from kernelgen.types import ElemType, ScalarType
 
@@ -31,6 +33,62 @@ def struct_header_include(header: str) -> str:
     own = f"{STRUCT_HEADER_DIR}/{header}"
     return "\n".join([f'#if __has_include("{own}")  // installed: the package\'s copy, beside this header',
                       f'#include "{own}"', "#else  // the project's build", f'#include "{header}"', "#endif"])
+
+
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*([^\n]*?)[ \t]*$", re.M)
+_IFNDEF = re.compile(r"(?:ifndef[ \t]+(\w+)|if[ \t]*![ \t]*defined[ \t]*(?:\([ \t]*(\w+)[ \t]*\)|[ \t]+(\w+)))")
+
+
+def pragma_once_only(text: str) -> bool:
+    """Whether a header's text is protected from a second inclusion by ``#pragma once`` only: it
+    has one, and no include guard (``#ifndef NAME`` or ``#if !defined(NAME)`` followed by ``#define
+    NAME`` as its first directives other than ``#pragma once``)."""
+    text = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else " ", text)
+    directives = [(m.group(1), " ".join(m.group(2).split())) for m in _DIRECTIVE.finditer(text)]
+    once = ("pragma", "once")
+    if once not in directives:
+        return False
+    rest = [d for d in directives if d != once]
+    if len(rest) < 2 or rest[1][0] != "define":
+        return True
+    guard = _IFNDEF.fullmatch(" ".join(rest[0]))
+    name = next((g for g in guard.groups() if g), None) if guard else None
+    return name is None or rest[1][1].split(" ")[0] != name
+
+
+def struct_header_warnings(catalog: Catalog, root: Path) -> list[str]:
+    """A warning for each struct header, and each of the project's headers it includes that the
+    package copies beside the API headers (include/<header_dir>/kg_headers/...), which is protected by
+    ``#pragma once`` only. The API header includes the copy; a program that includes the project's
+    own file too gets the file at two paths, which ``#pragma once`` tells apart, so its definitions
+    twice ("redefinition of 'struct ...'"); an include guard (a macro) holds for both."""
+    copies = f"{catalog.naming.header_dir}/{STRUCT_HEADER_DIR}"
+    out: list[str] = []
+    seen: set[str] = set()
+    for m in catalog.modules:
+        for st in m.structs:
+            if not st.header:
+                continue
+            for src, dest in st.files or ((st.header, st.header),):
+                if src in seen:
+                    continue
+                seen.add(src)
+                try:
+                    text = (root / src).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if not pragma_once_only(text):
+                    continue
+                via = "its header" if src == st.header else f"a header its header {st.header} includes"
+                guard = re.sub(r"\W", "_", src).upper()
+                out.append(f"{st.loc}: struct '{st.name}' (module '{m.name}'): {src}, {via}, is protected by "
+                           f"#pragma once only; the package installs a copy of it (include/{copies}/{dest}) that "
+                           "the C++ API header includes, and #pragma once tells files apart by their path, so a "
+                           f"program that includes both the project's {src} and the API header gets its definitions "
+                           f"twice (redefinition of 'struct ...'); give {src} an include guard: #ifndef {guard} / "
+                           f"#define {guard} at its top and #endif at its end (#pragma once may stay)")
+    return out
 
 
 def pointer_type(elem: ElemType, const: bool) -> str:
@@ -699,6 +757,10 @@ def render_module(lm: LModule) -> dict[str, str]:
         "no_variant_code": code(NL_NO_VARIANT),
         "no_instance_code": code(NL_NO_INSTANCE),
         "abi_symbol": c.abi_symbol(lm),
+        "abi_guard": c.abi_guard(lm),
+        "c_header": f"<{names.module_header(lm.name, '_c')}>",
+        "elem_defines": c.elem_defines(lm),
+        "elem_guard": c.ELEM_GUARD,
         "runtime_declarations": c.runtime_declarations(),
     }
     return {

@@ -3,8 +3,13 @@
 // C++ API of module argmax on target gb10: Row-wise argmax of bf16 logits to int32 indices (torch.argmax semantics).
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/argmax_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/argmax_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_ARGMAX_ABI_639A741E_DECLARED  // declared once with the C header's declaration (<kernelgen/argmax_c.h>)
+#define KERNELGEN_KG_ARGMAX_ABI_639A741E_DECLARED
 extern "C" void kg_argmax__abi__639a741e();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_argmax__abi__639a741e)() __attribute__((used)) = &kg_argmax__abi__639a741e;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::argmax {
 
@@ -32,3 +44,4 @@ kernelgen::Sizes<2> sizes_argmax_bf16(uint32_t rows, uint32_t vocab);
 
 }  // namespace kernelgen::argmax
 #pragma GCC visibility pop
+#endif  // C++17

@@ -3,8 +3,13 @@
 // C++ API of module attn_dflash on target gb10: Drafter (DFlash) attention over a paged KV cache, head_dim 128, grouped-query attention: BF16 or FP8 E4M3 cache, kv_len and query position as arguments or read from device memory (one CUDA graph for every step), with a split-KV path (deterministic in-kernel merge) chosen by applicability.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/attn_dflash_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/attn_dflash_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -17,11 +22,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_ATTN_DFLASH_ABI_91CB63A2_DECLARED  // declared once with the C header's declaration (<kernelgen/attn_dflash_c.h>)
+#define KERNELGEN_KG_ATTN_DFLASH_ABI_91CB63A2_DECLARED
 extern "C" void kg_attn_dflash__abi__91cb63a2();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_attn_dflash__abi__91cb63a2)() __attribute__((used)) = &kg_attn_dflash__abi__91cb63a2;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::attn_dflash {
 
@@ -81,3 +93,4 @@ kernelgen::Sizes<10> sizes_prefill_attn_dflash_bf16_indirect(uint32_t q_rows, ui
 
 }  // namespace kernelgen::attn_dflash
 #pragma GCC visibility pop
+#endif  // C++17

@@ -3,8 +3,13 @@
 // C++ API of module attn_prefill_fa128 on target gb10: 128-row "twins" of the 64-row prefill attention kernels for head_dim 256, causal, no sliding window: 8 warps x 16 query rows per CTA, one 32-row K tile and one 32-row V tile in shared memory (each read once per 128 query rows), the V load overlapping QK^T / softmax and the next K load overlapping PV. On hopper (sm_90a) the products are warpgroup MMAs (wgmma); on gb10, per-warp mma.sync. Outputs are bit-identical to attn_prefill's 64-row kernels.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/attn_prefill_fa128_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/attn_prefill_fa128_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_ATTN_PREFILL_FA128_ABI_0425369E_DECLARED  // declared once with the C header's declaration (<kernelgen/attn_prefill_fa128_c.h>)
+#define KERNELGEN_KG_ATTN_PREFILL_FA128_ABI_0425369E_DECLARED
 extern "C" void kg_attn_prefill_fa128__abi__0425369e();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_attn_prefill_fa128__abi__0425369e)() __attribute__((used)) = &kg_attn_prefill_fa128__abi__0425369e;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::attn_prefill_fa128 {
 
@@ -50,3 +62,4 @@ kernelgen::Sizes<4> sizes_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads
 
 }  // namespace kernelgen::attn_prefill_fa128
 #pragma GCC visibility pop
+#endif  // C++17

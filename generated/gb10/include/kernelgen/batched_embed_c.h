@@ -4,6 +4,8 @@
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
  * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * C99 or later, or C++. The C ABI's names hold "__" (<c_prefix>_<module>__<launcher>, ...) by
+ * design: no launcher's own name can, so none can clash with another's entry points.
  */
 #ifndef KERNELGEN_KERNELGEN__BATCHED_EMBED_C_H
 #define KERNELGEN_KERNELGEN__BATCHED_EMBED_C_H
@@ -29,8 +31,12 @@ const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation
  * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
- * so linking or loading a library built from other specs fails with this symbol undefined. */
+ * so linking or loading a library built from other specs fails with this symbol undefined.
+ * Declared once with the C++ API header's declaration. */
+#ifndef KERNELGEN_KG_BATCHED_EMBED_ABI_FD514393_DECLARED
+#define KERNELGEN_KG_BATCHED_EMBED_ABI_FD514393_DECLARED
 void kg_batched_embed__abi__fd514393(void);
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_c_kg_batched_embed__abi__fd514393)(void) __attribute__((used)) = &kg_batched_embed__abi__fd514393;
 #endif

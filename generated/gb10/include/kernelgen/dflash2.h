@@ -3,24 +3,71 @@
 // C++ API of module dflash2 on target gb10: DFlash2 draft-head ops: the two-tap grouped dynamic convolution over blocks of 16 rows, the per-row top-16 of the logits with unary scores, and the candidate selector's greedy walk over per-slot 16 x 16 score tables.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/dflash2_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/dflash2_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 
 #include "kernelgen/runtime.h"
 
+// Element type codes, for the dtype masks (KG_DTYPE(code), kernelgen/abi.h) of the launchers below
+// (the same in every module's C and C++ headers, defined once).
+#ifndef KERNELGEN_ELEM_CODES_DEFINED
+#define KERNELGEN_ELEM_CODES_DEFINED
+#define KG_ELEM_BF16 1
+#define KG_ELEM_F16 2
+#define KG_ELEM_F32 3
+#define KG_ELEM_F64 4
+#define KG_ELEM_I8 5
+#define KG_ELEM_I16 6
+#define KG_ELEM_I32 7
+#define KG_ELEM_I64 8
+#define KG_ELEM_U8 9
+#define KG_ELEM_U16 10
+#define KG_ELEM_U32 11
+#define KG_ELEM_U64 12
+#define KG_ELEM_FP8_E4M3 13
+#define KG_ELEM_FP8_E5M2 14
+#define KG_ELEM_FP8_E8M0 15
+#define KG_ELEM_FP4_E2M1 16
+#define KG_ELEM_F32X2 17
+#define KG_ELEM_F32X4 18
+#define KG_ELEM_F16X2 19
+#define KG_ELEM_BF16X2 20
+#define KG_ELEM_I32X4 21
+#define KG_ELEM_VOID 22
+#define KG_ELEM_PTR 23
+#define KG_ELEM_F64X2 24
+#define KG_ELEM_I32X2 25
+#define KG_ELEM_U32X2 26
+#define KG_ELEM_U32X4 27
+#define KG_ELEM_U8X4 28
+#define KG_ELEM_I8X4 29
+#endif
+
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_DFLASH2_ABI_57927700_DECLARED  // declared once with the C header's declaration (<kernelgen/dflash2_c.h>)
+#define KERNELGEN_KG_DFLASH2_ABI_57927700_DECLARED
 extern "C" void kg_dflash2__abi__57927700();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_dflash2__abi__57927700)() __attribute__((used)) = &kg_dflash2__abi__57927700;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::dflash2 {
 
@@ -50,7 +97,7 @@ kernelgen::Sizes<7> sizes_dflash2_selector_walk(uint32_t batch, uint32_t slots, 
 
 // Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.
 // One overload per element type of T; plan_dflash2_topk16 takes, per key, a mask
-// of the element types to consider (KG_DTYPE(KG_ELEM_...) from kernelgen/abi.h; ~0u: all).
+// of the element types to consider (KG_DTYPE from kernelgen/abi.h of the KG_ELEM_* codes above; ~0u: all).
 kernelgen::Outcome dflash2_topk16(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream = nullptr);
 kernelgen::Outcome dflash2_topk16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream = nullptr);
 kg_plan plan_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int32_t* kg_kernel = nullptr);
@@ -60,3 +107,4 @@ kernelgen::Sizes<3> sizes_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t
 
 }  // namespace kernelgen::dflash2
 #pragma GCC visibility pop
+#endif  // C++17

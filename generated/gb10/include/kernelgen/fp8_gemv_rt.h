@@ -3,8 +3,13 @@
 // C++ API of module fp8_gemv_rt on target gb10: Row-scaled FP8-weight GEMVs for at most 16 rows (K % 16 == 0; 64 on hopper): register-tiled ones for at most 8, 16 and (hopper) 32 and 64 rows (with forms that split K further for few weight rows), and on hopper a TMA-streamed one.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/fp8_gemv_rt_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/fp8_gemv_rt_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -17,11 +22,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_FP8_GEMV_RT_ABI_6F9A0A99_DECLARED  // declared once with the C header's declaration (<kernelgen/fp8_gemv_rt_c.h>)
+#define KERNELGEN_KG_FP8_GEMV_RT_ABI_6F9A0A99_DECLARED
 extern "C" void kg_fp8_gemv_rt__abi__6f9a0a99();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_fp8_gemv_rt__abi__6f9a0a99)() __attribute__((used)) = &kg_fp8_gemv_rt__abi__6f9a0a99;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::fp8_gemv_rt {
 
@@ -177,3 +189,4 @@ kernelgen::Sizes<10> sizes_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n
 
 }  // namespace kernelgen::fp8_gemv_rt
 #pragma GCC visibility pop
+#endif  // C++17

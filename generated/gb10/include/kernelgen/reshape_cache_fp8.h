@@ -3,8 +3,13 @@
 // C++ API of module reshape_cache_fp8 on target gb10: Paged KV-cache write of bf16 key/value rows into an FP8 E4M3 cache (value / scale, torch's rounding) at int64 slots; negative slots are padding.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/reshape_cache_fp8_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/reshape_cache_fp8_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -17,11 +22,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_RESHAPE_CACHE_FP8_ABI_EBFBC1F4_DECLARED  // declared once with the C header's declaration (<kernelgen/reshape_cache_fp8_c.h>)
+#define KERNELGEN_KG_RESHAPE_CACHE_FP8_ABI_EBFBC1F4_DECLARED
 extern "C" void kg_reshape_cache_fp8__abi__ebfbc1f4();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_reshape_cache_fp8__abi__ebfbc1f4)() __attribute__((used)) = &kg_reshape_cache_fp8__abi__ebfbc1f4;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::reshape_cache_fp8 {
 
@@ -33,3 +45,4 @@ kernelgen::Sizes<7> sizes_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv
 
 }  // namespace kernelgen::reshape_cache_fp8
 #pragma GCC visibility pop
+#endif  // C++17

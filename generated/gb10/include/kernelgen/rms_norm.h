@@ -3,8 +3,13 @@
 // C++ API of module rms_norm on target gb10: RMS norm over the last dimension of a bf16 matrix, f32 accumulation.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/rms_norm_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/rms_norm_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_RMS_NORM_ABI_6C078881_DECLARED  // declared once with the C header's declaration (<kernelgen/rms_norm_c.h>)
+#define KERNELGEN_KG_RMS_NORM_ABI_6C078881_DECLARED
 extern "C" void kg_rms_norm__abi__6c078881();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_rms_norm__abi__6c078881)() __attribute__((used)) = &kg_rms_norm__abi__6c078881;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::rms_norm {
 
@@ -32,3 +44,4 @@ kernelgen::Sizes<3> sizes_rms_norm_bf16(uint32_t rows, uint32_t hidden);
 
 }  // namespace kernelgen::rms_norm
 #pragma GCC visibility pop
+#endif  // C++17

@@ -3,8 +3,13 @@
 // C++ API of module rope_qwen3 on target gb10: Qwen3 query/key preparation in place: per-head RMS norm (q_norm / k_norm) then rotary embedding (rotate-half pairs i, i + 64) at per-token positions, head_dim 128, bf16.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/rope_qwen3_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/rope_qwen3_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_ROPE_QWEN3_ABI_778598E0_DECLARED  // declared once with the C header's declaration (<kernelgen/rope_qwen3_c.h>)
+#define KERNELGEN_KG_ROPE_QWEN3_ABI_778598E0_DECLARED
 extern "C" void kg_rope_qwen3__abi__778598e0();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_rope_qwen3__abi__778598e0)() __attribute__((used)) = &kg_rope_qwen3__abi__778598e0;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::rope_qwen3 {
 
@@ -32,3 +44,4 @@ kernelgen::Sizes<5> sizes_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, 
 
 }  // namespace kernelgen::rope_qwen3
 #pragma GCC visibility pop
+#endif  // C++17

@@ -3,8 +3,13 @@
 // C++ API of module w4a16_gemm on target gb10: NVFP4-weight x bf16-activation linear layers, out = bf16(x W^T), f32 accumulation.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/w4a16_gemm_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/w4a16_gemm_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -18,11 +23,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_W4A16_GEMM_ABI_22187E84_DECLARED  // declared once with the C header's declaration (<kernelgen/w4a16_gemm_c.h>)
+#define KERNELGEN_KG_W4A16_GEMM_ABI_22187E84_DECLARED
 extern "C" void kg_w4a16_gemm__abi__22187e84();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_w4a16_gemm__abi__22187e84)() __attribute__((used)) = &kg_w4a16_gemm__abi__22187e84;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::w4a16_gemm {
 
@@ -64,3 +76,4 @@ kernelgen::Sizes<4> sizes_w4a16_linear(uint32_t m, uint32_t n, uint32_t k);
 
 }  // namespace kernelgen::w4a16_gemm
 #pragma GCC visibility pop
+#endif  // C++17

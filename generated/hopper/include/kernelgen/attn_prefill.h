@@ -3,8 +3,13 @@
 // C++ API of module attn_prefill on target hopper: Flash-attention prefill, 64 query rows per CTA (4 warps x 16 rows), BF16 in/out with f32 softmax and accumulation, over a paged KV cache or contiguous q/k/v; causal or not, optional sliding window, grouped-query attention, head_dim 64 / 128 / 256.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/attn_prefill_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/attn_prefill_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_ATTN_PREFILL_ABI_BFB93860_DECLARED  // declared once with the C header's declaration (<kernelgen/attn_prefill_c.h>)
+#define KERNELGEN_KG_ATTN_PREFILL_ABI_BFB93860_DECLARED
 extern "C" void kg_attn_prefill__abi__bfb93860();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_attn_prefill__abi__bfb93860)() __attribute__((used)) = &kg_attn_prefill__abi__bfb93860;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::attn_prefill {
 
@@ -44,3 +56,4 @@ kernelgen::Sizes<4> sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, u
 
 }  // namespace kernelgen::attn_prefill
 #pragma GCC visibility pop
+#endif  // C++17

@@ -4,6 +4,8 @@
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
  * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * C99 or later, or C++. The C ABI's names hold "__" (<c_prefix>_<module>__<launcher>, ...) by
+ * design: no launcher's own name can, so none can clash with another's entry points.
  */
 #ifndef KERNELGEN_KERNELGEN__DFLASH2_C_H
 #define KERNELGEN_KERNELGEN__DFLASH2_C_H
@@ -54,7 +56,10 @@ enum { kg_dflash2__dflash2_selector_walk__n_sizes = 7 };
 int32_t kg_dflash2__dflash2_selector_walk__sizes(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
 
-/* Element type codes, for the dtype masks (KG_DTYPE(code)) of the launchers below. */
+/* Element type codes, for the dtype masks (KG_DTYPE(code)) of the launchers below (the same in
+ * every module's C and C++ headers, defined once). */
+#ifndef KERNELGEN_ELEM_CODES_DEFINED
+#define KERNELGEN_ELEM_CODES_DEFINED
 #define KG_ELEM_BF16 1
 #define KG_ELEM_F16 2
 #define KG_ELEM_F32 3
@@ -84,6 +89,7 @@ const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
 #define KG_ELEM_U32X4 27
 #define KG_ELEM_U8X4 28
 #define KG_ELEM_I8X4 29
+#endif
 
 /* Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches. */
 /* kg_dtypes_T: the element types the arrays of T may be read as, a
@@ -99,8 +105,12 @@ const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation
  * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
- * so linking or loading a library built from other specs fails with this symbol undefined. */
+ * so linking or loading a library built from other specs fails with this symbol undefined.
+ * Declared once with the C++ API header's declaration. */
+#ifndef KERNELGEN_KG_DFLASH2_ABI_57927700_DECLARED
+#define KERNELGEN_KG_DFLASH2_ABI_57927700_DECLARED
 void kg_dflash2__abi__57927700(void);
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_c_kg_dflash2__abi__57927700)(void) __attribute__((used)) = &kg_dflash2__abi__57927700;
 #endif

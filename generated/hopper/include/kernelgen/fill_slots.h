@@ -3,8 +3,13 @@
 // C++ API of module fill_slots on target hopper: Paged-KV cache slot indices (int64) for a run of consecutive token positions.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/fill_slots_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/fill_slots_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 
@@ -15,11 +20,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_FILL_SLOTS_ABI_78C15C96_DECLARED  // declared once with the C header's declaration (<kernelgen/fill_slots_c.h>)
+#define KERNELGEN_KG_FILL_SLOTS_ABI_78C15C96_DECLARED
 extern "C" void kg_fill_slots__abi__78c15c96();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_fill_slots__abi__78c15c96)() __attribute__((used)) = &kg_fill_slots__abi__78c15c96;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::fill_slots {
 
@@ -31,3 +43,4 @@ kernelgen::Sizes<2> sizes_fill_slots(uint32_t start, uint32_t count, uint32_t bl
 
 }  // namespace kernelgen::fill_slots
 #pragma GCC visibility pop
+#endif  // C++17

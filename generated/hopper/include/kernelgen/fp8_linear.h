@@ -3,8 +3,13 @@
 // C++ API of module fp8_linear on target hopper: FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the register-tiled GEMVs of fp8_gemv_rt first (up to 16 rows; 64 on hopper), then the tile GEMMs.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/fp8_linear_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/fp8_linear_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -17,11 +22,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_FP8_LINEAR_ABI_0FB086AD_DECLARED  // declared once with the C header's declaration (<kernelgen/fp8_linear_c.h>)
+#define KERNELGEN_KG_FP8_LINEAR_ABI_0FB086AD_DECLARED
 extern "C" void kg_fp8_linear__abi__0fb086ad();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_fp8_linear__abi__0fb086ad)() __attribute__((used)) = &kg_fp8_linear__abi__0fb086ad;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::fp8_linear {
 
@@ -63,3 +75,4 @@ kernelgen::Sizes<4> sizes_fp8_linear(uint32_t rows, uint32_t n, uint32_t k);
 
 }  // namespace kernelgen::fp8_linear
 #pragma GCC visibility pop
+#endif  // C++17

@@ -3,8 +3,13 @@
 // C++ API of module silu_mul on target hopper: SwiGLU activation, out = bf16(silu(gate) * up) over [gate | up] bf16 rows, f32 math.
 // Each launcher returns a kernelgen::Outcome: launched, not launched (outcome.reason()
 // says why; the caller runs its general path), or an error (outcome.error()).
-// plan_<kernel> computes geometry and applicability without a GPU.
+// plan_<kernel> computes geometry and applicability without a GPU. C++17 or later; C programs
+// include <kernelgen/silu_mul_c.h>.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ API headers need C++17 or later (-std=c++17); C programs include <kernelgen/silu_mul_c.h>"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -16,11 +21,18 @@
 
 // The digest of this module's C ABI, an empty function of the target library. Each translation
 // unit including this header references it (a pointer the compiler keeps; launches pay nothing),
-// so linking or loading a library built from other specs fails with this symbol undefined.
+// so linking or loading a library built from other specs fails with this symbol undefined. Its
+// name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
+// name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+#ifndef KERNELGEN_KG_SILU_MUL_ABI_76054529_DECLARED  // declared once with the C header's declaration (<kernelgen/silu_mul_c.h>)
+#define KERNELGEN_KG_SILU_MUL_ABI_76054529_DECLARED
 extern "C" void kg_silu_mul__abi__76054529();
+#endif
 #if defined(__GNUC__)
 static void (*const kg_abi_cpp_kg_silu_mul__abi__76054529)() __attribute__((used)) = &kg_silu_mul__abi__76054529;
 #endif
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 namespace kernelgen::silu_mul {
 
@@ -32,3 +44,4 @@ kernelgen::Sizes<2> sizes_silu_mul_bf16(uint32_t rows, uint32_t inter);
 
 }  // namespace kernelgen::silu_mul
 #pragma GCC visibility pop
+#endif  // C++17

@@ -2,10 +2,14 @@
  *
  * The device table of target hopper (sm_90a): the values plans use for device names
  * (device.sm_count, ...) and kernel.blocks_per_sm when no GPU of the target is current.
- * Included by the runtime only. Plain C.
+ * Included by the runtime only. Plain C: C99 or later (long long constants), or C++.
  */
 #ifndef KERNELGEN_TARGET_TABLE_H
 #define KERNELGEN_TARGET_TABLE_H
+
+#if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
+#error "kernelgen's C headers need C99 or later (long long constants): compile with -std=c99 or newer"
+#endif
 
 #define KG_TABLE_SM_COUNT 132LL
 #define KG_TABLE_MAX_SHARED_MEM_OPTIN 232448LL

@@ -6,9 +6,15 @@
  *   0                      launched;
  *   > 0                    not launched: (category << 16) | detail, category KG_NL_*;
  *   < 0                    error: -((category << 16) | detail), category KG_E_*.
+ *
+ * C99 or later (<stdint.h>, long long constants), or C++.
  */
 #ifndef KERNELGEN_ABI_H
 #define KERNELGEN_ABI_H
+
+#if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
+#error "kernelgen's C headers need C99 or later (<stdint.h>, long long constants): compile with -std=c99 or newer"
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +28,20 @@ extern "C" {
  * plan semantics (kernelgen/plan.py) into generated/<target>/include. */
 #include "kernelgen/plan_codes.h"
 
+#ifdef __cplusplus
+}
+/* C++: the same value through a constexpr function, so that code expanding KG_CODE has no C-style
+ * cast (-Wold-style-cast) and no cast to the type an argument already has (-Wuseless-cast). */
+namespace kg_abi {
+constexpr int32_t code(long long category, long long detail) noexcept {
+  return static_cast<int32_t>((category << 16) | detail);
+}
+}  /* namespace kg_abi */
+#define KG_CODE(category, detail) (::kg_abi::code((category), (detail)))
+extern "C" {
+#else
 #define KG_CODE(category, detail) (((int32_t)(category) << 16) | (int32_t)(detail))
+#endif
 #define KG_CATEGORY(code) (((code) < 0 ? -(code) : (code)) >> 16)
 #define KG_DETAIL(code) (((code) < 0 ? -(code) : (code)) & 0xffff)
 

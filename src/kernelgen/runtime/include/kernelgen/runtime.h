@@ -8,8 +8,12 @@
 //   kernel above 48 KiB of dynamic shared memory gets its opt-in attribute set;
 // - the C++ Outcome and Plan types.
 // Launchers built on this never synchronise and never allocate, so they can be captured
-// into CUDA graphs.
+// into CUDA graphs. C++17 or later.
 #pragma once
+
+#if !defined(__cplusplus) || (__cplusplus < 201703L && (!defined(_MSVC_LANG) || _MSVC_LANG < 201703L))
+#error "kernelgen's C++ headers need C++17 or later (-std=c++17); C programs include the <module>_c.h headers"
+#else  // the rest only where it compiles: the error above is the only one
 
 #include <cuda_runtime.h>
 
@@ -247,7 +251,7 @@ inline int64_t x_shl(int64_t a, int64_t n, ExprStatus& e) {
     e.fail(KG_EXPR_OVERFLOW);
     return 0;
   }
-  return a * (int64_t{1} << n);
+  return a * (static_cast<int64_t>(1) << n);
 }
 inline int64_t x_shr(int64_t a, int64_t n, ExprStatus& e) {
   if (n < 0 || n > 62) {
@@ -312,7 +316,7 @@ class KernelSlot {
     int dev = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
-    const uint64_t bit = (dev >= 0 && dev < 64) ? (uint64_t{1} << dev) : 0;
+    const uint64_t bit = (dev >= 0 && dev < 64) ? (static_cast<uint64_t>(1) << dev) : 0;
     if (bit != 0 && (checked_.load(std::memory_order_acquire) & bit)) {
       // Fast path: this device was checked and, if needed, the opt-in was set.
       if (shared_mem + static_smem_.load(std::memory_order_relaxed) <= kDefaultSharedMemLimit) {
@@ -465,3 +469,4 @@ inline int32_t launch_error_ex(cudaError_t err) {
 }
 
 }  // namespace kg
+#endif  // C++17

@@ -59,7 +59,7 @@ inline int32_t encode_tensor_map(CUtensorMap* map, const void* base, int64_t ele
     boxes[i] = static_cast<cuuint32_t>(b);
     step[i] = 1;
     if (i + 1 < rank) {
-      if (d > (int64_t{1} << 40) / bytes) return -KG_CODE(KG_E_TENSOR_MAP, CUDA_ERROR_INVALID_VALUE);
+      if (d > (static_cast<int64_t>(1) << 40) / bytes) return -KG_CODE(KG_E_TENSOR_MAP, CUDA_ERROR_INVALID_VALUE);
       bytes *= d;
       if (bytes % 16 != 0) return KG_CODE(KG_NL_UNALIGNED, index);
       stride[i] = static_cast<cuuint64_t>(bytes);
