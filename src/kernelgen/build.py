@@ -895,12 +895,63 @@ def _forward_declared(errors: list[str], root: Path | None) -> list[str]:
     return out
 
 
-def _explain_failure(lines: list[str], root: Path | None = None) -> str:
+# Where an error is: the compilers' ``FILE(12): error``, ``FILE:12:5: error``; CMake's ``CMake Error at FILE:12``.
+_ERROR_FILE = re.compile(r"^(?:CMake Error at (?P<cmake>[^:]+):\d+|(?P<path>[^\s(:][^(:]*?)(?:\(\d+\)|:\d+)[:,]?)")
+
+
+def _override_notes(lines: list[str], root: Path) -> list[str]:
+    """For each generated file an error of the failed steps is in whose template the project
+    replaces (``templates/<name>.j2``, copied whole from an earlier kernelgen, say): that the file
+    comes from the project's own template, and kernelgen's to compare it with."""
+    from kernelgen.emit.base import OWN_TEMPLATES, output_template
+    from kernelgen.loader import PROJECT_FILE
+
+    folder = root / "templates"
+    if not folder.is_dir():
+        return []
+    modules = sorted({p.stem for p in (root / "specs").rglob("*.yaml")} - {"targets", Path(PROJECT_FILE).stem})
+    out: list[str] = []
+    for ln in _failed_steps_output(lines) or lines:
+        m = _ERROR_FILE.match(ln)
+        if m is None or not (ln.startswith("CMake Error") or _ERROR_START.search(ln)):
+            continue
+        rel = _project_file(m.group("cmake") or m.group("path"), root)
+        if rel is None or len(rel.parts) < 3 or rel.parts[0] != "generated":
+            continue
+        template = output_template("/".join(rel.parts[2:]), modules)
+        if template is None or not (folder / template).is_file():
+            continue
+        try:
+            extends = f"kernelgen/{template}" in (folder / template).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            extends = False
+        note = (f"kernelgen: {rel.as_posix()} comes from {folder.name}/{template}, the project's own template: "
+                f"compare it with kernelgen's ({OWN_TEMPLATES / template}); "
+                + (f"it names \"kernelgen/{template}\": what it writes around kernelgen's is the project's own"
+                   if extends else
+                   "a template copied whole from another kernelgen version writes what that version's build expected "
+                   f"(where its headers are, its names), and one that extends or includes \"kernelgen/{template}\" "
+                   "stays in step with kernelgen's"))
+        if note not in out:
+            out.append(note)
+    return out
+
+
+def _explain_failure(lines: list[str], root: Path | None = None, project: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first (after the
     compiler's first errors where they precede the check in its translation unit), then a kernel
     symbol the compiler cannot find or a struct it cannot forward-declare (named by its spec), then
     the compilers' errors with their context lines (without the failed command lines), and where a
-    refused option comes from; for a failed link, the linker's own lines."""
+    refused option comes from; for a failed link, the linker's own lines. Last, for an error in a
+    file rendered from one of the project's templates (``project``, else ``root``: the project
+    root), which template that is (:func:`_override_notes`)."""
+    text = _explain(lines, root)
+    notes = _override_notes(lines, project or root) if (project or root) is not None else []
+    return "\n".join([text, *notes]) if notes else text
+
+
+def _explain(lines: list[str], root: Path | None) -> str:
+    """:func:`_explain_failure` but for the notes about the project's templates."""
     # kernelgen's checks are static_asserts whose message starts "kernelgen: <spec>:<line>"; nvcc
     # reports one as `error: static assertion failed with "<message>"`. (Its echo of a source line
     # that merely holds such a message, under another error, is not one of them.)
@@ -1274,7 +1325,8 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
             # CMake keeps what its failed checks found (a compiler without features, say) and would
             # fail the same way once the cause is fixed: the next build configures from scratch.
             _forget_configure(bdir)
-            raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}\n"
+            raise BuildError(f"CMake configuration of target {t.name} failed:\n"
+                             f"{_explain_failure(lines, project=opts.root)}\n"
                              f"kernelgen: removed what this configure left in {bdir} (CMakeCache.txt, "
                              "CMakeFiles/): the next build configures it from scratch")
         writer.write_text(stamp, json.dumps(args))
@@ -1331,7 +1383,7 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     rc, lines, _ = _run([tools.cmake, "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
                         opts.root, echo, opts.verbose)
     if rc != 0:
-        raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
+        raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines, project=opts.root)}")
     marker.unlink(missing_ok=True)
     removed = prune_install(folder, bdir / f"install_manifest_kernelgen_{t.name}.txt")
     if removed:

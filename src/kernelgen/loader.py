@@ -329,6 +329,23 @@ def _common_env(name: str) -> str | None:
     return None
 
 
+def rename_hint(what: str, name: str) -> str:
+    """How to rename a spec's name refused for clashing with a name of kernelgen's own (a registry
+    type, a reserved word, a name generated code uses: lists that grow between kernelgen versions,
+    so an older spec may use one), keeping what the name gave the C++ side where a key can: a
+    struct's C++ type (``cpp``), a kernel's ``__global__`` function (``symbol``), a field's C++
+    member (``cpp``)."""
+    if what == "struct name":
+        return (f"rename the struct (its key under structs, and the arguments and fields that name it) and keep "
+                f"its C++ type with cpp: {name}, unless it gives cpp already")
+    if what == "kernel name":
+        return (f"rename the kernel (its launcher) and keep the __global__ function it launches with symbol: {name}, "
+                "unless it gives symbol already")
+    if what == "field name":
+        return f"rename the field and keep its C++ member with {{type: <its type>, cpp: {name}}}"
+    return "choose another name"
+
+
 def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Pattern[str] = _IDENT) -> str:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         raise ctx.error(
@@ -337,7 +354,7 @@ def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Patte
     why = reserved_reason(name)
     if why:
         raise ctx.error(loc, f"'{name}' is reserved and cannot be used as {article(what)}: {why}",
-                        "choose another name")
+                        rename_hint(what, name))
     return name
 
 
@@ -897,31 +914,41 @@ def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
 # ------------------------------------------------------------------ modules
 
 
+def specs_read(spec_dir: str = "specs") -> str:
+    """What :func:`spec_files` reads, and how to keep a file out of it: for the messages about a
+    spec's file name or place."""
+    return (f"every .yaml file under {spec_dir}/, its subfolders included, is read as a module spec; to keep one "
+            f"out, move it to a folder whose name starts with '.' ({spec_dir}/.archive/) or out of {spec_dir}/, or "
+            "rename it to end in neither .yaml nor .yml (.yaml.old)")
+
+
 def spec_files(spec_dir: Path, root: Path) -> list[Path]:
     """The module specs: every ``*.yaml`` under the spec directory and its subfolders (folders
-    whose names start with '.' left out), but the registry and the project file at its top."""
+    whose names start with '.' left out), but the registry and the project file at its top. Any
+    other ending is left out, but for ``.yml`` and ``.YAML`` (errors: a spec misnamed)."""
     out: list[Path] = []
+    shown = relpath(spec_dir, root)
     for folder, dirs, files in os.walk(spec_dir):
         here = Path(folder)
         for d in dirs:
-            if Path(d).suffix.lower() in (".yaml", ".yml"):
+            if Path(d).suffix.lower() in (".yaml", ".yml") and not d.startswith("."):
                 raise SpecError(SourceLoc(relpath(here / d, root)), "", "the spec file is a directory",
-                                "a spec is a file; rename the folder")
+                                f"a spec is a file; rename the folder ({specs_read(shown)})")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = here / name
             suffix = path.suffix
             if suffix.lower() in (".yaml", ".yml") and suffix != ".yaml":
                 raise SpecError(SourceLoc(relpath(path, root)), "", f"spec files must end in .yaml, not {suffix}",
-                                f"rename it to {path.stem}.yaml")
+                                f"rename it to {path.stem}.yaml ({specs_read(shown)})")
             if suffix != ".yaml":
                 continue
             if name in ("targets.yaml", PROJECT_FILE):
                 if here == spec_dir:
                     continue
                 raise SpecError(SourceLoc(relpath(path, root)), "",
-                                f"{name} belongs directly in {relpath(spec_dir, root)}/, not in a subfolder",
-                                "move it up, or rename it if it is a module spec")
+                                f"{name} belongs directly in {shown}/, not in a subfolder",
+                                f"move it up, or rename it if it is a module spec ({specs_read(shown)})")
             out.append(path)
     return sorted(out)
 
@@ -934,12 +961,14 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = spec_files(spec_dir, root)
-    modules = [load_module(p, root, targets, build, naming.package) for p in paths]
+    modules = [load_module(p, root, targets, build, naming.package, spec_dir) for p in paths]
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}
     for m in modules:
         if m.name in seen:
-            raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
+            raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}",
+                            f"module names are unique across {relpath(spec_dir, root)}/ and its subfolders: "
+                            f"{specs_read(relpath(spec_dir, root))}")
         seen[m.name] = m
         if m.kill_switch is None:
             continue
@@ -976,6 +1005,14 @@ def _version(ctx: _Ctx, node: YNode) -> int:
                 raise ctx.error(
                     value.loc, f"expected an integer format version, got {_kind(value)}",
                     f"supported versions: {supported}; write version: {schema.DEFAULT_VERSION} or leave it out",
+                )
+            if value.value > max(schema.SUPPORTED_VERSIONS):
+                raise ctx.error(
+                    value.loc, f"spec format version {value.value} is not supported by this kernelgen: the file is "
+                               "written for a newer kernelgen",
+                    f"supported versions: {supported}; upgrade kernelgen to one that reads version {value.value}, or "
+                    f"write the file in version {max(schema.SUPPORTED_VERSIONS)}'s format: see docs/spec-format.md, "
+                    "Versions",
                 )
             if value.value not in schema.SUPPORTED_VERSIONS:
                 raise ctx.error(
@@ -1032,10 +1069,11 @@ def kill_switch_example(package: str, module: str) -> str:
 
 
 def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_build: Build | None = None,
-                package: str = "") -> Module:
+                package: str = "", spec_dir: Path | None = None) -> Module:
     """One module spec; ``project_build`` is the project's build settings (specs/project.yaml),
     whose include folders, with the targets' and the module's, find the files a struct's
-    ``header`` includes; ``package`` the project's package, for the examples of names."""
+    ``header`` includes; ``package`` the project's package, for the examples of names;
+    ``spec_dir`` the folder of the specs (``root/specs`` by default), for messages."""
     rel = relpath(path, root)
     node = load(rel, read_regular(path, root, MAX_SPEC_BYTES))
     ctx = _Ctx(rel)
@@ -1044,7 +1082,8 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
     with ctx.at("module"):
         name = _ident(ctx, f["module"].loc, _str(ctx, f["module"]), "module name", _MODULE)
         if path.stem != name:
-            raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}")
+            raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}",
+                            f"rename the file or the module; {specs_read(relpath(spec_dir or root / 'specs', root))}")
         if name in PACKAGE_NAMES:
             raise ctx.error(f["module"].loc, f"module '{name}' would be hidden by the package's own attribute {name}",
                             "choose another name")
@@ -1135,7 +1174,9 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
             where = next((k.loc for k in (*kernels, *dispatches) if k.name == c), None)
             raise SpecError(ctx.constant_locs.get(c, f["constants"].loc), f"constants.{c}",
                             f"constant '{c}' has the name of kernel '{c}'" + (f" (line {where.line})" if where else ""),
-                            "rename one of them")
+                            f"rename one of them: the constant (and the expressions that use it), or the kernel, "
+                            f"keeping the __global__ function it launches with symbol: {c} unless it gives symbol "
+                            "already")
     fallbacks: list[Fallback] = []
     if "fallbacks" in f:
         with ctx.at("fallbacks"):
@@ -1170,17 +1211,22 @@ def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel]
     launchers = [(k.name, k.loc, "kernel") for k in kernels]
     launchers += [(d.name, d.loc, "instantiated kernel") for d in dispatches]
     launchers += [(c.name, c.loc, "fallback chain") for c in fallbacks]
-    entries = [(n, loc, f"{what} '{n}'") for n, loc, what in launchers]
-    entries += [(f"plan_{n}", loc, f"the plan function of {what} '{n}'") for n, loc, what in launchers]
-    entries += [(f"sizes_{n}", loc, f"the C++ sizes function of {what} '{n}'") for n, loc, what in launchers]
+    # (the name, where, what it is, how to rename the spec's name where it clashes with kernelgen's)
+    hints = {"kernel": "kernel name"}
+    entries = [(n, loc, f"{what} '{n}'", rename_hint(hints.get(what, ""), n)) for n, loc, what in launchers]
+    entries += [(f"plan_{n}", loc, f"the plan function of {what} '{n}'", rename_hint(hints.get(what, ""), n))
+                for n, loc, what in launchers]
+    entries += [(f"sizes_{n}", loc, f"the C++ sizes function of {what} '{n}'", rename_hint(hints.get(what, ""), n))
+                for n, loc, what in launchers]
     cloc = f["constants"].loc if "constants" in f else f["module"].loc
-    entries += [(c, cloc, f"constant '{c}'") for c in constants]
-    entries += [(st.name, st.loc, f"struct '{st.name}'") for st in structs]
-    for n, loc, what in entries:
+    entries += [(c, cloc, f"constant '{c}'", "choose another name") for c in constants]
+    entries += [(st.name, st.loc, f"struct '{st.name}'", rename_hint("struct name", st.name)) for st in structs]
+    for n, loc, what, rename in entries:
         if n in taken:
             other, where = taken[n]
+            own = n in MODULE_ATTRIBUTES and other == f"the module attribute {n}"
             raise ctx.error(loc, f"{what} is named '{n}' in the generated module, which is also {other} "
-                                 f"(line {where.line})", "rename one of them")
+                                 f"(line {where.line})", rename if own else "rename one of them")
         taken[n] = (what, loc)
 
 
@@ -1790,7 +1836,7 @@ def _struct_decl(ctx: _Ctx, key: YScalar, value: YNode, root: Path, declared: Se
     with ctx.at(name):
         if name in SCALARS or name in ELEMS or schema.TYPE_LIKE_RE.fullmatch(name):
             what = "the name of a registry type" if name in SCALARS or name in ELEMS else "a scalar type's spelling"
-            raise ctx.error(key.loc, f"struct '{name}' has {what}", "choose another name")
+            raise ctx.error(key.loc, f"struct '{name}' has {what}", rename_hint("struct name", name))
         f = _fields(ctx, value, schema.STRUCT)
         cpp = name
         if "cpp" in f:
@@ -3237,7 +3283,9 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
     for key, value in node.items:
         name = _ident(ctx, key.loc, key.value, "fallback name")
         if name in kernels:
-            raise ctx.error(key.loc, f"fallback '{name}' has the name of a kernel", "rename one of them")
+            raise ctx.error(key.loc, f"fallback '{name}' has the name of a kernel",
+                            f"rename one of them: the chain, or the kernel, keeping the __global__ function it "
+                            f"launches with symbol: {name} unless it gives symbol already")
         with ctx.at(name):
             def ref(n: YNode) -> KernelRef:
                 s = _str(ctx, n, "a kernel name or module.kernel")

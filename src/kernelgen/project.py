@@ -12,12 +12,14 @@ project's wheel (``pip wheel .``) gets the same files from CMake (see :func:`cma
 from __future__ import annotations
 
 import ast
-import importlib.util
+import importlib
+import importlib.machinery
 import json
 import os
 import re
 import shlex
 import shutil
+import sys
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,43 +132,127 @@ def pth_path(package: str) -> Path:
     return Path(sysconfig.get_paths()["purelib"]) / f"_kernelgen_{package}.pth"
 
 
-def _found_at(package: str) -> list[Path]:
-    """Where this Python finds the package now (its folders), without importing it."""
+def _pth_lines(text: str) -> list[str]:
+    """The folders a ``.pth`` file's text lists: its lines, less blank ones, comments and ``import`` lines."""
+    return [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not ln.startswith("#") and not re.match(r"import[ \t]", ln)]
+
+
+def _key(entry: str, base: Path | None = None) -> str:
+    """A path entry as a resolved folder (relative ones from ``base``, else the current folder), to compare."""
     try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return []
-    if spec is None or spec.submodule_search_locations is None:
-        return []
-    return [Path(p).resolve() for p in spec.submodule_search_locations]
+        return str(((base or Path.cwd()) / (entry or ".")).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return entry
+
+
+def _path_with(prefix: Path | None, pth: Path, old: str | None) -> list[str]:
+    """``sys.path`` as a Python started now would have it with ``pth`` listing ``prefix`` (None:
+    without ``pth``): the folders the file listed when this process started (``old``) go, and
+    ``prefix`` takes their place, or the place ``site`` gives the file's folders (after those of the
+    ``.pth`` files sorted before it in its folder, before those sorted after it)."""
+    dropped = {_key(line, pth.parent) for line in _pth_lines(old or "")}
+    path = list(sys.path)
+    at = [i for i, entry in enumerate(path) if _key(entry) in dropped]
+    if at:
+        where = at[0]
+        path = [entry for entry in path if _key(entry) not in dropped]
+    else:
+        later: set[str] = set()
+        for other in sorted(pth.parent.glob("*.pth")) if pth.parent.is_dir() else []:
+            if other.name > pth.name:
+                try:
+                    later |= {_key(line, other.parent) for line in _pth_lines(other.read_text(encoding="utf-8"))}
+                except (OSError, UnicodeDecodeError):
+                    continue
+        where = next((i for i, entry in enumerate(path) if _key(entry) in later), len(path))
+    if prefix is not None:
+        path.insert(where, str(prefix))
+    return path
+
+
+def _found_at(package: str, path: list[str] | None = None) -> tuple[list[Path], str]:
+    """Where ``import <package>`` finds it (its folders, or a module's file) with ``path`` as
+    ``sys.path`` (this process's by default), without importing it, and how: "" on the path, else
+    the import hook that finds it first (an editable install's)."""
+    importlib.invalidate_caches()
+    for finder in sys.meta_path:
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = importlib.machinery.PathFinder.find_spec(package, sys.path if path is None else path)
+            else:
+                find = getattr(finder, "find_spec", None)
+                spec = find(package, None) if find is not None else None
+        except (ImportError, ValueError, AttributeError, TypeError, OSError):
+            continue
+        if spec is None:
+            continue
+        how = "" if finder is importlib.machinery.PathFinder else type(finder).__name__
+        if spec.submodule_search_locations:
+            return [Path(p).resolve() for p in spec.submodule_search_locations], how
+        if spec.origin and spec.has_location:
+            return [Path(spec.origin).resolve()], how
+        return [], how
+    return [], ""
+
+
+def _source_of(found: Path, how: str, pth: Path) -> tuple[str, str]:
+    """Where another copy of a package found at ``found`` comes from, and how to take it out of the
+    way: (" (listed in X)" or such, what to do)."""
+    folder = found.parent
+    if how:
+        return f" (an editable install: the import hook {how} finds it)", "pip uninstall that copy"
+    pythonpath = {_key(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    if str(folder) in pythonpath:
+        return " (on PYTHONPATH)", f"remove {folder} from PYTHONPATH"
+    sites = {pth.parent, Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"])}
+    for site in sorted(sites):
+        for other in sorted(site.glob("*.pth")) if site.is_dir() else []:
+            try:
+                lines = _pth_lines(other.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+            if str(folder) in {_key(line, site) for line in lines}:
+                if other.name.startswith("_kernelgen_"):
+                    return (f" (listed in {other}, kernelgen's for the build in {folder})",
+                            f"remove {other} (kernelgen unlink in the project built there)")
+                return (f" (listed in {other})",
+                        f"pip uninstall that copy (an editable install), or remove {folder} from {other}")
+    return "", "pip uninstall that copy"
 
 
 def link(package: str, prefix: Path) -> str:
     """Makes ``import <package>`` find ``prefix/<package>`` in this environment; returns what it did.
 
     Nothing is written when the package is already found there (an editable install, such as
-    kernelgen's own ``kernelgen_ops``). Otherwise a ``.pth`` file in site-packages names ``prefix``.
+    kernelgen's own ``kernelgen_ops``). Otherwise a ``.pth`` file in site-packages names ``prefix``,
+    unless another copy of the package would still come first (an installed wheel, an editable
+    install, a folder on PYTHONPATH or listed in another ``.pth`` file): then nothing changes, and
+    what is returned says which copy ``import`` finds, whatever ``.pth`` file there is.
     """
     prefix = prefix.resolve()
     target = prefix / package
-    found = _found_at(package)
-    if target in found:
-        listed = f", listed in {pth_path(package)}" if pth_path(package).is_file() else ""
-        return f"{package} is importable in this environment (from {target}{listed})"
     pth = pth_path(package)
     try:
-        old = pth.read_text(encoding="utf-8").strip()
+        old = pth.read_text(encoding="utf-8")
     except OSError:
         old = None
-    if found and old is None:
-        # Another copy (an installed wheel, an editable install) is found first: a .pth file would
-        # come after it on the path and change nothing.
+    found, _ = _found_at(package)
+    if target in found:
+        listed = f", listed in {pth}" if old is not None and _lists(old, prefix) else ""
+        return f"{package} is importable in this environment (from {target}{listed})"
+    after, how = _found_at(package, _path_with(prefix, pth, old))
+    if after and target not in after:
+        # Another copy is found first: a .pth file comes after it on the path and changes nothing.
         if package == DEFAULT.package:
             return (f"{package} is built in {target}, but this environment imports kernelgen's own {package} from "
-                    f"{found[0]}; give the project a package of its own: specs/project.yaml with `package: NAME` "
+                    f"{after[0]}; give the project a package of its own: specs/project.yaml with `package: NAME` "
                     "(kernelgen init writes one), then run kernelgen build again")
-        return (f"{package} is built in {target}, but this environment imports {package} from {found[0]}; "
-                f"to use this build, pip uninstall that copy and run kernelgen build again")
+        via, fix = _source_of(after[0], how, pth)
+        listed = (f" ({pth} lists this build, but that copy comes first)"
+                  if old is not None and _lists(old, prefix) else "")
+        return (f"{package} is built in {target}, but this environment imports {package} from {after[0]}{via}"
+                f"{listed}; to use this build, {fix} and run kernelgen build again")
     note = ""
     if old is None or not _lists(old, prefix):
         try:
@@ -175,7 +261,7 @@ def link(package: str, prefix: Path) -> str:
             return (f"{package} is built in {target}, but this environment's site-packages is not writable "
                     f"({exc.strerror}); to import it, set PYTHONPATH={shlex.quote(str(prefix))} or use a virtual "
                     "environment")
-        if old:
+        if old and old.strip():
             note = (f"; it listed {_owner(old, package)} before, which `import {package}` no longer finds here "
                     "(kernelgen build there lists it again)")
     return f"{package} is importable in this environment (from {target}, listed in {pth}){note}"
@@ -183,14 +269,14 @@ def link(package: str, prefix: Path) -> str:
 
 def _lists(text: str, prefix: Path) -> bool:
     """Whether a ``.pth`` file's text lists the folder ``prefix``."""
-    return any(Path(line).resolve() == prefix.resolve() for line in text.split())
+    return any(Path(line).resolve() == prefix.resolve() for line in _pth_lines(text))
 
 
 def _owner(text: str, package: str) -> str:
     """The folders a ``.pth`` file's text lists, with the project each is the build of (its
     ``_project.ROOT``), where that can be read."""
     out = []
-    for line in text.split():
+    for line in _pth_lines(text):
         try:
             m = re.search(r"^ROOT = (.*)$", (Path(line) / package / "_project.py").read_text(encoding="utf-8"), re.M)
             root = ast.literal_eval(m.group(1)) if m else None
@@ -231,11 +317,36 @@ def unlink(package: str, prefix: Path | None = None) -> str:
             others = "another folder"
     kept = (f"{pth} lists {others}, not this project's {prefix}: it is another project's and stays (kernelgen "
             "unlink in that project removes it)") if others else ""
-    if not pths:
-        return kept or f"no {pth}: nothing to remove"
+    texts = {}
+    for p in pths:
+        try:
+            texts[p] = p.read_text(encoding="utf-8")
+        except OSError:
+            texts[p] = ""
     for p in pths:
         p.unlink()
-    return "removed " + ", ".join(str(p) for p in pths) + (f"; {kept}" if kept else "")
+    still = _still_found(package, texts, pth if others else None)
+    if not pths:
+        return "; ".join(x for x in (kept or f"no {pth}: nothing to remove", still) if x)
+    return "removed " + ", ".join(str(p) for p in pths) + "".join(f"; {x}" for x in (kept, still) if x)
+
+
+def _still_found(package: str, removed: dict[Path, str], kept: Path | None) -> str:
+    """What ``import <package>`` finds once the ``.pth`` files ``removed`` (with their texts) are
+    gone, where it finds a copy still ("" where none, or only the copy the ``kept`` file lists,
+    which the message names already)."""
+    dropped = {_key(line, p.parent) for p, text in removed.items() for line in _pth_lines(text)}
+    found, how = _found_at(package, [e for e in sys.path if _key(e) not in dropped])
+    if not found:
+        return ""
+    if kept is not None:
+        try:
+            if _lists(kept.read_text(encoding="utf-8"), found[0].parent):
+                return ""
+        except OSError:
+            pass
+    via, _ = _source_of(found[0], how, pth_path(package))
+    return f"`import {package}` still finds {found[0]}{via}"
 
 
 RECORD = ".kernelgen-package.json"  # in the build folder: the package a build last installed, and where

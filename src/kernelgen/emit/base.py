@@ -13,7 +13,7 @@ import difflib
 import linecache
 import re
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +202,31 @@ def _rust_paths(module: str) -> tuple[str, str]:
     from kernelgen.emit import rust  # (it imports this module)
 
     return rust.module_paths(module)
+
+
+def output_template(path: str, modules: Sequence[str] | None = None) -> str | None:
+    """kernelgen's template (``launchers.cu.j2``) that renders ``path``, a file of
+    ``generated/<target>/`` (``src/scale.cu``); None for a file no template renders. A module's
+    file names its module (one of ``modules``, where given) and, for an API header, the
+    project's header folder (any). The inverse of :func:`_output_name`."""
+    for stem in sorted(set(_OUTPUTS) - set(_MODULE_OUTPUTS)):
+        if _OUTPUTS[stem]("", "") == path:
+            return f"{stem}.j2"
+    module, folder, target = "\x00", "\x01", "\x02"
+    with names.using(names.Naming("x", namespace=folder)):
+        patterns = {stem: _OUTPUTS[stem](module, target) for stem in _MODULE_OUTPUTS}
+    holes = {
+        module: "(?:" + "|".join(re.escape(m) for m in sorted(modules, key=len, reverse=True)) + ")"
+        if modules is not None else "[A-Za-z_][A-Za-z0-9_]*",
+        folder: "[A-Za-z0-9_/]+",
+        target: "[A-Za-z0-9_]+",
+    }
+    # the longest fixed text first: ``include/<dir>/<m>_c.h`` is the C header of <m>, not the C++ one of <m>_c
+    for stem, spelled in sorted(patterns.items(), key=lambda kv: -len(kv[1])):
+        regex = "".join(holes.get(part, re.escape(part)) for part in re.split("([\x00-\x02])", spelled))
+        if (modules is None or modules) and re.fullmatch(regex, path):
+            return f"{stem}.j2"
+    return None
 
 
 def _output_name(template: str, context: dict[str, object]) -> str | None:
