@@ -131,8 +131,22 @@ def _unloadable(target: str, what: str, exc: BaseException) -> ImportError:
         why = f"the last install of target {target!r} was interrupted or failed"
     else:
         why = f"the installed build of target {target!r} is incomplete or damaged"
-    return ImportError(f"{_PACKAGE}: {what} of target {target!r} cannot be loaded ({type(exc).__name__}: {exc}); "
+    return ImportError(f"{_PACKAGE}: {what} of target {target!r} cannot be loaded ({_causes(exc)}); "
                         f"{why}; run: {_build_cmd(target)}", name=f"{_PACKAGE}.{target}")
+
+
+def _causes(exc: BaseException) -> str:
+    """``exc`` and the errors that caused it ("ImportError: initialization failed, from
+    RuntimeError: any: more than 64 arguments"): a binding whose initialisation fails raises an
+    ImportError whose own text does not say why."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen and len(parts) < 8:
+        seen.add(id(e))
+        parts.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ if e.__cause__ is not None else (None if e.__suppress_context__ else e.__context__)
+    return ", from ".join(parts)
 
 
 def _install_dir(target: str | None = None) -> str | None:
@@ -331,11 +345,13 @@ def _module(name: str) -> ModuleType:
     t = target()
     try:
         mod = importlib.import_module(f"{_PACKAGE}.{t}.{name}")
-    except ImportError as exc:
+    except Exception as exc:
         # A module the target lists that does not load (an install that did not finish, a file
-        # removed) is an ImportError that says so and what to run.
+        # removed, an initialisation that fails) is an ImportError that says so, why, and what to run.
         if name in getattr(importlib.import_module(f"{_PACKAGE}.{t}"), "MODULES", ()):
             raise _unloadable(t, f"module {name!r}", exc) from exc
+        if not isinstance(exc, ImportError):
+            raise
         if isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{t}.{name}":
             raise AttributeError(f"{_PACKAGE} has no module {name!r} for target {t!r}") from None
         raise

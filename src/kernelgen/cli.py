@@ -128,10 +128,16 @@ def _warn_unused_templates(root: Path) -> None:
         print(f"kernelgen: warning: {text}", file=sys.stderr)
 
 
+# A catalog of at least this many modules takes a while to render: generate says so first (stderr).
+PROGRESS_MODULES = 100
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     root = args.root
     start = time.monotonic()
     catalog = load_catalog(root)
+    if len(catalog.modules) >= PROGRESS_MODULES:
+        print(f"kernelgen: generating {count(len(catalog.modules), 'module')} ...", file=sys.stderr, flush=True)
     _warn_namespace_clashes(catalog, root)
     _warn_struct_header_guards(catalog, root)
     _warn_unused_templates(root)

@@ -31,6 +31,10 @@ MAX_DEPTH = 32
 # The most levels an expression may have once its `let` names are written out (the generated
 # code writes them out: Python's parser takes at most 200 nested parentheses).
 MAX_WRITTEN_DEPTH = 128
+# The most nodes (names, literals, operators, calls) an expression may have once its `let` names
+# are written out: a name used twice is written twice, so let over let can double the text at
+# each level.
+MAX_WRITTEN_NODES = 4096
 
 
 class Ty(enum.Enum):
@@ -52,6 +56,16 @@ class Node:
         if hit is None:
             hit = 1 + max((c.depth() for c in self.children()), default=0)
             object.__setattr__(self, "_kg_depth", hit)
+        return hit
+
+    def size(self) -> int:
+        """Nodes of the tree as the generated code writes it out (a subtree shared by several
+        parents counts once per parent); computed once per node, so a shared tree is not walked
+        again."""
+        hit = self.__dict__.get("_kg_size")
+        if hit is None:
+            hit = 1 + sum(c.size() for c in self.children())
+            object.__setattr__(self, "_kg_size", hit)
         return hit
 
     def names(self) -> frozenset[str]:

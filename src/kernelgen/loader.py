@@ -49,7 +49,7 @@ from kernelgen.model import (
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
 from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, name_hint
-from kernelgen.wording import article
+from kernelgen.wording import article, count
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -348,6 +348,12 @@ def rename_hint(what: str, name: str) -> str:
 
 def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Pattern[str] = _IDENT) -> str:
     if not isinstance(name, str) or not pattern.fullmatch(name):
+        bound = re.search(r"\{0,(\d+)\}$", pattern.pattern)
+        if isinstance(name, str) and bound and re.fullmatch(pattern.pattern[:bound.start()] + "*", name):
+            limit = int(bound.group(1)) + 1
+            hint = ("give the kernel an 'instance_name': a shorter pattern with every axis in it; or give the kernel "
+                    "a shorter name" if what == "instance name" else f"use a shorter {what}")
+            raise ctx.error(loc, f"{what} '{name}' is {len(name)} characters long; the limit is {limit}", hint)
         raise ctx.error(
             loc, f"{name!r} is not a valid {what}", f"use letters, digits and '_' matching {pattern.pattern}"
         )
@@ -1023,6 +1029,10 @@ def _version(ctx: _Ctx, node: YNode) -> int:
     return schema.DEFAULT_VERSION
 
 
+# The kernels one fallback chain tries, once each instantiated kernel it names stands for its instances.
+MAX_CHAIN_LAUNCHES = 64
+
+
 def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
     """A chain member naming an instantiated kernel stands for its instances, in order."""
     modules = []
@@ -1034,6 +1044,11 @@ def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
                 owner = catalog.module(ref.module)
                 d = owner.dispatch(ref.kernel) if owner is not None else None
                 members.extend(replace(r, loc=ref.loc) for r in d.members) if d else members.append(ref)
+            if len(members) > MAX_CHAIN_LAUNCHES:
+                raise SpecError(fb.loc, f"fallbacks.{fb.name}",
+                                f"the chain tries {len(members)} kernels once its instantiated kernels stand for their "
+                                f"instances; the limit is {MAX_CHAIN_LAUNCHES}",
+                                "name fewer instantiated kernels in it, or give them fewer instantiations")
             names = [r.qualname for r in members]
             for i, r in enumerate(members):
                 if r.qualname in names[:i]:
@@ -1230,15 +1245,65 @@ def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel]
         taken[n] = (what, loc)
 
 
-# A launcher of the Python bindings takes at most this many arguments (kMaxArgs of the runtime).
+# A launcher of the Python bindings takes at most this many arguments (kMaxArgs of the runtime):
+# a kernel's, and a chain's or dispatcher's (the union of its members' arguments).
 MAX_LAUNCHER_ARGS = 64
-def _check_arg_limits(ctx: _Ctx, f: Mapping[str, YNode], args: list[Arg], host_args: list[Arg]) -> None:
-    """The bindings' argument count. (At most 64 parameters of at most 8 bytes stay far below
-    CUDA's limit on a kernel's parameter bytes.)"""
+# Bytes of struct arguments one launcher of the Python bindings takes, each struct at its
+# alignment (kMaxStructBytes of the runtime).
+MAX_LAUNCHER_STRUCT_BYTES = 8192
+# Bytes of a kernel's parameters (its args, then its tensor maps) CUDA accepts: 32764 since
+# CUDA 12.1 on every architecture CUDA 13 compiles for (Volta and newer; older toolkits: 4096).
+MAX_PARAM_BYTES = 32764
+# A CUtensorMap parameter: 128 bytes, aligned to 64.
+TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN = 128, 64
+
+
+def _check_arg_limits(ctx: _Ctx, f: Mapping[str, YNode], args: Sequence[Arg], host_args: Sequence[Arg]) -> None:
+    """The bindings' argument count and struct bytes."""
     if len(args) + len(host_args) > MAX_LAUNCHER_ARGS:
         where = f["host_args"] if host_args else f["args"]
         raise ctx.error(where.loc, f"{len(args) + len(host_args)} arguments; a launcher takes at most "
                                    f"{MAX_LAUNCHER_ARGS}", "pass related values in one device array")
+    n = launcher_struct_bytes([*args, *host_args])
+    if n > MAX_LAUNCHER_STRUCT_BYTES:
+        with ctx.at("args"):
+            raise ctx.error(f["args"].loc, f"struct arguments of {n} bytes; a launcher takes at most "
+                                           f"{MAX_LAUNCHER_STRUCT_BYTES}",
+                            "pass large structs through a device pointer to them")
+
+
+def launcher_struct_bytes(args: Sequence[Arg]) -> int:
+    """Bytes the struct arguments of a launcher taking ``args`` fill in the runtime's buffer, in
+    order, each at its alignment (a stateless struct is no argument of the launcher)."""
+    n = 0
+    for a in args:
+        if a.struct is not None and not a.implicit:
+            n = -(-n // a.struct.align) * a.struct.align + a.struct.size
+    return n
+
+
+def param_bytes(args: Sequence[Arg], tensor_maps: int) -> int:
+    """Bytes of a kernel's parameters as CUDA lays them out: its kernel arguments in order (a
+    pointer 8 bytes, a scalar its size, a struct its size, each at its alignment), then
+    ``tensor_maps`` CUtensorMap parameters."""
+    n = 0
+
+    def put(size: int, align: int) -> None:
+        nonlocal n
+        n = -(-n // align) * align + size
+    for a in args:
+        if a.host:
+            continue
+        if a.struct is not None:
+            put(a.struct.size, a.struct.align)
+        elif a.scalar is not None:
+            size = max(1, a.scalar.bits // 8)
+            put(size, size)
+        else:
+            put(8, 8)
+    for _ in range(tensor_maps):
+        put(TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)
+    return n
 
 
 def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: str, loc: SourceLoc) -> None:
@@ -1656,7 +1721,13 @@ def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object], widest: Mapping[s
 
 def _written_out(ctx: _Ctx, node: YNode, tree: expr.Node, what: str) -> expr.Node:
     """``tree``, an expression with the ``let`` names it uses written out as the generated code
-    writes them; one nested more than expr.MAX_WRITTEN_DEPTH levels is an error at ``node``."""
+    writes them; one nested more than expr.MAX_WRITTEN_DEPTH levels or of more than
+    expr.MAX_WRITTEN_NODES nodes is an error at ``node`` (both counted without writing it out)."""
+    if tree.size() > expr.MAX_WRITTEN_NODES:
+        raise ctx.error(node.loc, f"{what} with the let names it uses written out has {tree.size()} nodes "
+                                  f"(names, literals, operators and calls), more than {expr.MAX_WRITTEN_NODES}",
+                        "the generated code writes a let name out at each use: use a let name fewer times "
+                        "in the lets after it, or compute the value in the kernel")
     if tree.depth() > expr.MAX_WRITTEN_DEPTH:
         raise ctx.error(node.loc, f"{what} with the let names it uses written out is nested {tree.depth()} levels "
                                   f"deep, more than {expr.MAX_WRITTEN_DEPTH}",
@@ -2361,6 +2432,13 @@ def _kernel_entries(
 
     tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes},
                                {**taken, **_let_locs(f)}) if "tensor_maps" in f else ()
+    params = param_bytes(args, len(tensor_maps))
+    if params > MAX_PARAM_BYTES:
+        maps = f" and {count(len(tensor_maps), 'tensor map')}" if tensor_maps else ""
+        with ctx.at("args"):
+            raise ctx.error(f["args"].loc, f"kernel '{name}' takes {params} bytes of parameters (its "
+                                           f"args{maps}); CUDA takes at most {MAX_PARAM_BYTES}",
+                            "pass large structs through a device pointer to them")
     if tensor_maps:
         with ctx.at("tensor_maps"):
             _check_sm90_targets(ctx, f["tensor_maps"].loc, "a tensor map (the tensor memory accelerator, TMA)",
@@ -3371,6 +3449,37 @@ def check_fallbacks(catalog: Catalog) -> None:
                                 "void* and pointer arrays must be the same in every member)",
                             )
                     seen.setdefault(a.name, (a, ref.qualname))
+        for fb in (*m.fallbacks, *m.dispatches):
+            _check_union_limits(catalog, fb)
+
+
+def _check_union_limits(catalog: Catalog, fb: Fallback) -> None:
+    """A chain's or dispatcher's launcher, which takes the union of its members' arguments (kernel
+    arguments first, then host arguments, as lower.lower_chain orders them), stays within the
+    bindings' limits on arguments and struct bytes."""
+    union: dict[str, Arg] = {}
+    for ref in fb.members:
+        owner = catalog.module(ref.module)
+        k = owner.kernel(ref.kernel) if owner is not None else None
+        assert k is not None
+        for a in k.all_args:
+            if a.implicit:
+                continue
+            if a.name not in union or (union[a.name].host and not a.host):
+                union[a.name] = a
+    what, where = (f"dispatcher '{fb.name}' of the instances", f"kernels.{fb.name}") if fb.dispatch else (
+        f"chain '{fb.name}'", f"fallbacks.{fb.name}")
+    if len(union) > MAX_LAUNCHER_ARGS:
+        raise SpecError(fb.loc, where, f"the {what} takes the union of its members' arguments, {len(union)} "
+                                       f"arguments; a launcher takes at most {MAX_LAUNCHER_ARGS}",
+                        "give the members the same names for the same values, or split the chain")
+    ordered = [a for a in union.values() if not a.host] + [a for a in union.values() if a.host]
+    n = launcher_struct_bytes(ordered)
+    if n > MAX_LAUNCHER_STRUCT_BYTES:
+        raise SpecError(fb.loc, where, f"the {what} takes the union of its members' arguments, struct arguments "
+                                       f"of {n} bytes; a launcher takes at most {MAX_LAUNCHER_STRUCT_BYTES}",
+                        "give the members the same names for the same structs, or pass large structs through a "
+                        "device pointer")
 
 
 def _layout(st: Struct | None) -> tuple[object, ...] | None:

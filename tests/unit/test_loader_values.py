@@ -249,3 +249,35 @@ def test_an_expression_nested_too_deep_once_its_lets_are_written_out_is_refused_
     spec = sub('grid: ["div_ceil(n, 256)", 1, 1]', 'grid: ["div_ceil(n, 256) + l3 * 2 * 2 * 2", 1, 1]', spec)
     err = refused(project(tmp_path, spec))
     assert "kernels.add.grid[0]: the expression with the let names it uses written out is nested" in err, err
+
+
+def _let_doubling(levels: int) -> str:
+    """A let of ``levels`` names, each using the one before twice: written out, each level doubles."""
+    lines = ["    let:", "      l0: 'n + 1'"]
+    lines += [f"      l{i}: 'max(l{i - 1}, l{i - 1})'" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_let_too_large_once_written_out_is_refused_at_its_name_and_quickly(tmp_path: Path) -> None:
+    import time
+    spec = sub("    examples: [{n: 1000}]\n", _let_doubling(40) + "    examples: [{n: 1000}]\n", BASE)
+    spec = sub("applies_if: [n > 4]", "applies_if: [l39 > 5]", spec)
+    start = time.monotonic()
+    err = refused(project(tmp_path, spec))
+    assert time.monotonic() - start < 10
+    assert "kernels.add.let.l11: 'l11' with the let names it uses written out has 8191 nodes (names, literals, " \
+           "operators and calls), more than 4096" in err, err
+
+
+def test_a_let_used_twice_within_the_node_limit_is_accepted(tmp_path: Path) -> None:
+    spec = sub("    examples: [{n: 1000}]\n", _let_doubling(8) + "    examples: [{n: 1000}]\n", BASE)
+    spec = sub("applies_if: [n > 4]", "applies_if: [l7 > 4]", spec)
+    kernel = load_catalog(project(tmp_path, spec)).modules[0].kernels[0]
+    assert kernel.applies_if
+
+
+def test_an_expression_too_large_once_its_lets_are_written_out_is_refused_there(tmp_path: Path) -> None:
+    spec = sub("    examples: [{n: 1000}]\n", _let_doubling(10) + "    examples: [{n: 1000}]\n", BASE)
+    spec = sub("applies_if: [n > 4]", "applies_if: ['l9 + l9 + l9 > 4']", spec)
+    err = refused(project(tmp_path, spec))
+    assert "kernels.add.applies_if[0]: the expression with the let names it uses written out has 6145 nodes" in err, err

@@ -212,8 +212,11 @@ PyObject* not_launched_or_raise(Launcher* self, const kg_kernel_info* k, int32_t
   return outcome(self, kidx, code);
 }
 
+// The loader's limits (loader.MAX_LAUNCHER_ARGS, loader.MAX_LAUNCHER_STRUCT_BYTES) are these.
 constexpr int kMaxArgs = 64;
 constexpr int kMaxStructBytes = 8192;  // struct arguments of one call, each aligned
+static_assert(kMaxArgs - 1 <= INT8_MAX, "ArgSpec::size_slot, an int8_t, indexes up to kMaxArgs sizes");
+static_assert(kMaxArgs <= 256, "ArgSpec::type, a uint8_t, indexes up to kMaxArgs structs");
 
 // Bytes one call's struct arguments take in its buffer; -1 above kMaxStructBytes.
 int32_t struct_bytes(const LauncherSpec* s) {
