@@ -334,10 +334,21 @@ def _axis_value(v: str | int) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    import difflib
+
     catalog = load_catalog(args.root)
     _warn_unused_templates(args.root)
+    names = [m.name for m in catalog.modules]
+    for wanted in args.module:
+        if wanted not in names:
+            close = difflib.get_close_matches(wanted, sorted(names), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise KernelgenError(f"no module {wanted!r}{hint} ({count(len(names), 'module')}: kernelgen list "
+                                 "without names shows them all)")
     print("targets: " + ", ".join(f"{t.name} ({t.arch}, {t.sm_label})" for t in catalog.targets))
     for m in catalog.modules:
+        if args.module and m.name not in args.module:
+            continue
         ks = f" (kill switch {m.kill_switch})" if m.kill_switch else ""
         print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
         for k in m.kernels:
@@ -609,6 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
     cm.set_defaults(func=cmd_cmake)
     ls = sub.add_parser("list", help="list modules, kernels, dispatchers, fallback chains and structs")
+    ls.add_argument("module", nargs="*", help="show only these modules (default: every module)")
     ls.set_defaults(func=cmd_list)
     pl = sub.add_parser(
         "plan", help="what a kernel's or chain's plan gives for argument values, per target (no GPU)",

@@ -170,3 +170,23 @@ def test_list_shows_structs(capsys: pytest.CaptureFixture[str]) -> None:
     assert ("  rope_params  struct rope_params (40 bytes): n_dims: i32, freq_base: f32, freq_scale: f32, ext_factor: "
             "f32, attn_factor: f32, pos_offset: i64, bias: f32[2]") in out
     assert "  silu_op  struct ops::SiluOp (1 byte): no fields (a functor type: callers pass nothing)" in out
+
+
+def test_list_shows_the_modules_named(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[2]  # the repository's catalog: many modules
+    modules = [m.name for m in load_catalog(root).modules]
+    assert len(modules) >= 3
+    assert main(["--root", str(root), "list", modules[2], modules[0]]) == 0
+    out = capsys.readouterr().out
+    shown = [m for m in modules if f"\n{m}: " in out]
+    assert shown == [modules[0], modules[2]]
+    assert main(["--root", str(root), "list"]) == 0
+    everything = capsys.readouterr().out
+    assert all(f"\n{m}: " in everything for m in modules)
+
+
+def test_list_names_an_unknown_module_with_the_closest(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = load_catalog(root).modules[0].name
+    assert main(["--root", str(root), "list", name + "x"]) == 2
+    err = capsys.readouterr().err
+    assert f"no module '{name}x'; did you mean '{name}'?" in err
