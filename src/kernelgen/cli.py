@@ -497,8 +497,8 @@ def _count_error(args: argparse.Namespace) -> str | None:
 # What `kernelgen build --help` says of the CUDA toolkit (kernelgen.toolkit finds it).
 BUILD_TOOLKIT_HELP = """\
 CUDA toolkit: nvcc is taken from, in order, $CUDACXX; $CUDA_HOME or $CUDA_PATH; nvcc on PATH;
-/usr/local/cuda; the CUDA toolkit wheels from PyPI installed in this environment (pip install
-'kernelgen[cuda]'). Without any, the build installs those wheels from PyPI into the active
+/usr/local/cuda; the CUDA toolkit wheels from PyPI installed in this environment (nvidia-cuda-nvcc
+and the others of kernelgen's `cuda` extra). Without any, the build installs those wheels from PyPI into the active
 environment first (about 130 MB; KERNELGEN_NO_CUDA_INSTALL=1 turns that off, and the build then
 stops saying what to install). KERNELGEN_IGNORE_SYSTEM_CUDA=1 hides every toolkit but the wheels
 (to check that a machine without a toolkit works)."""

@@ -1,9 +1,9 @@
 """Finding the tools a build needs: nvcc (CUDA toolkit), CMake, ninja and pybind11.
 
 nvcc is looked for, in order: ``$CUDACXX``; ``$CUDA_HOME``/``$CUDA_PATH``; ``nvcc`` on
-PATH; ``/usr/local/cuda``; and the CUDA toolkit wheels from PyPI (``pip install
-'kernelgen[cuda]'``: nvidia-cuda-nvcc, -runtime, -cccl, -crt, nvidia-nvvm), which
-cuda-pathfinder can locate, or which sit under ``site-packages/nvidia``.
+PATH; ``/usr/local/cuda``; and the CUDA toolkit wheels from PyPI (:data:`CUDA_WHEELS`:
+nvidia-cuda-nvcc, -runtime, -cccl, -crt, nvidia-nvvm), which cuda-pathfinder can locate, or which
+sit under ``site-packages/nvidia``.
 
 A variable that is set but names no toolkit (a folder that does not exist, a program that is not
 nvcc, an nvcc without the toolkit's headers beside it) is passed over with a warning naming the
@@ -52,11 +52,11 @@ CUDA_WHEELS = (
 LINKED_LIBRARIES = ("libcudadevrt.a", "libcudart_static.a")
 
 
-def pip_install_wheels(python: str | None = None, upgrade: bool = False) -> str:
+def pip_install_wheels(python: str | None = None, upgrade: bool = False, installer: str = "-m pip") -> str:
     """The command that installs the CUDA wheels (:data:`CUDA_WHEELS`) into ``python``'s environment
-    (this one's by default), for messages."""
-    cmd = [python or sys.executable, "-m", "pip", "install", *(["--upgrade"] if upgrade else []), *CUDA_WHEELS]
-    return " ".join(shlex.quote(c) for c in cmd)
+    (this one's by default; ``installer=""`` and ``python="uv pip"``: that tool's command), for messages."""
+    head = [shlex.quote(python or sys.executable), *installer.split()]
+    return " ".join([*head, "install", *(["--upgrade"] if upgrade else []), *(shlex.quote(w) for w in CUDA_WHEELS)])
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,12 @@ def _site_dirs() -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
+def _wheel_folders() -> list[Path]:
+    """The folders the CUDA wheels may hold a toolkit in (:data:`WHEEL_FOLDERS` under each of
+    :func:`_site_dirs`)."""
+    return [d.joinpath(*parts) for d in _site_dirs() for parts in WHEEL_FOLDERS]
+
+
 def _wheel_roots() -> list[Path]:
     """Toolkit roots provided by the nvidia-* wheels, when installed."""
     roots: list[Path] = []
@@ -177,11 +183,7 @@ def _wheel_roots() -> list[Path]:
             roots.append(Path(found).resolve().parent.parent)
     except Exception:
         pass
-    for d in _site_dirs():
-        for parts in WHEEL_FOLDERS:
-            cand = d.joinpath(*parts)
-            if _nvcc_in(cand):
-                roots.append(cand)
+    roots += [cand for cand in _wheel_folders() if _nvcc_in(cand)]
     return list(dict.fromkeys(roots))
 
 
@@ -189,14 +191,12 @@ def _partial_wheels() -> list[str]:
     """The CUDA wheels' folders that hold an nvcc but not a whole toolkit (CUDA 12's layout), each with
     what it is, for the error that no toolkit was found."""
     out = []
-    for d in _site_dirs():
-        for parts in WHEEL_FOLDERS:
-            cand = d.joinpath(*parts)
-            nvcc = cand / "bin" / "nvcc"
-            if nvcc.is_file() and _nvcc_in(cand) is None:
-                version = _version(nvcc) if os.access(nvcc, os.X_OK) else ""
-                out.append(f"{cand} (nvcc {version or '(unknown version)'} without the toolkit's headers beside it "
-                           "(no include/cuda_runtime.h): a CUDA 12 wheel; kernelgen takes the CUDA 13 wheels)")
+    for cand in _wheel_folders():
+        nvcc = cand / "bin" / "nvcc"
+        if nvcc.is_file() and _nvcc_in(cand) is None:
+            version = _version(nvcc) if os.access(nvcc, os.X_OK) else ""
+            out.append(f"{cand} (nvcc {version or '(unknown version)'} without the toolkit's headers beside it "
+                       "(no include/cuda_runtime.h): a CUDA 12 wheel; kernelgen takes the CUDA 13 wheels)")
     return out
 
 
@@ -290,11 +290,11 @@ def _install_refusal(reason: str) -> str | None:
 
 def _no_pip(reason: str) -> str:
     """The error for an environment without pip, where the CUDA wheels were to be installed."""
+    uv = pip_install_wheels("uv", installer="pip")
     return (f"{reason}, and pip is not installed in this environment ({sys.prefix}), so kernelgen cannot install "
             f"the CUDA toolkit from PyPI. To fix: {shlex.quote(sys.executable)} -m ensurepip, then build again; or "
-            "install the CUDA wheels with the tool that made the environment (uv pip install "
-            + " ".join(shlex.quote(w) for w in CUDA_WHEELS) + "); or install the CUDA toolkit (nvcc) and set "
-            "CUDA_HOME")
+            f"install the CUDA wheels with the tool that made the environment ({uv}); "
+            "or install the CUDA toolkit (nvcc) and set CUDA_HOME")
 
 
 # What Python says when ``python -m pip`` finds no pip.
