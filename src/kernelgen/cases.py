@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterable, Iterator
 
 from kernelgen import expr, forked, plan, pyexpr
-from kernelgen.errors import ExprError, SpecError
+from kernelgen.errors import ExprError, SpecError, raise_collected
 from kernelgen.model import Catalog, Clause, Kernel, Module, Target
 from kernelgen.plan import NL_NO_VARIANT, code
 
@@ -531,24 +531,36 @@ def check_catalog(catalog: Catalog) -> None:
     if half and forked.possible(sum(len(k.all_args) for _, k, _ in work)):
         def second_half() -> dict[tuple[int, int, int], tuple]:
             out = {}
-            try:
-                for m, k, t in work[half:]:
+            for m, k, t in work[half:]:
+                try:
                     out[(id(m), id(k), id(t))] = _search_cases(m, k, t)
-            except SpecError:
-                pass
+                except SpecError:  # searched again (and reported) here
+                    pass
             return out
 
         wait = forked.start(second_half)
+    # The first error of each module, reported together (the module's later kernels skipped).
+    failed: dict[int, SpecError] = {}
+
+    def check(m: Module, k: Kernel, t: Target) -> None:
+        if id(m) in failed:
+            return
+        try:
+            _check_kernel(m, k, t)
+        except SpecError as exc:
+            failed[id(m)] = exc
+
     try:
         for m, k, t in work[:half]:
-            _check_kernel(m, k, t)
+            check(m, k, t)
     finally:
         found = wait() if wait is not None else {}
     for m, k, t in work[half:]:
         hit = found.get((id(m), id(k), id(t)))
         if hit is not None:
             _CASES[(id(m), id(k), id(t))] = ((m, k, t), hit)
-        _check_kernel(m, k, t)
+        check(m, k, t)
+    raise_collected(list(failed.values()))
 
 
 def _check_kernel(m: Module, k: Kernel, t: Target) -> None:

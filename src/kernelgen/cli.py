@@ -29,7 +29,7 @@ from pathlib import Path
 from kernelgen import __version__
 from kernelgen.emit import render_catalog
 from kernelgen.emit.base import unused_templates
-from kernelgen.errors import KernelgenError, SpecError
+from kernelgen.errors import KernelgenError, SpecError, SpecErrors
 from kernelgen.loader import load_catalog
 from kernelgen.model import Catalog, Target
 from kernelgen.wording import count
@@ -692,6 +692,11 @@ def _main(argv: list[str] | None = None) -> int:
             # own tools do (exit status 1, the rest of the output discarded)
             return 1
         print(f"kernelgen: error: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except SpecErrors as exc:
+        for e in exc.errors[: exc.SHOWN]:
+            print(f"kernelgen: error: {e}", file=sys.stderr)
+        print(f"kernelgen: {exc.summary()}", file=sys.stderr)
         return 2
     except SpecError as exc:
         print(f"kernelgen: error: {exc}", file=sys.stderr)

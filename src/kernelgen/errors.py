@@ -47,6 +47,42 @@ class SpecError(KernelgenError):
         super().__init__(text)
 
 
+class SpecErrors(SpecError):
+    """Several specs are invalid: one :class:`SpecError` for each spec file that has one (the
+    first found in that file; later ones in a file are often its consequences), in file order.
+    Its own ``loc``, ``field``, ``message`` and ``hint`` are the first error's."""
+
+    SHOWN = 50  # errors listed in the message; the rest are counted
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        first = errors[0]
+        super().__init__(first.loc, first.field, first.message, first.hint)
+        self.errors = list(errors)
+        self.args = ("\n".join([str(e) for e in self.errors[: self.SHOWN]] + [self.summary()]),)
+
+    def summary(self) -> str:
+        """How many errors, in how many files (and how many the message leaves out)."""
+        files = len({e.loc.path for e in self.errors})
+        more = len(self.errors) - self.SHOWN
+        return (f"{len(self.errors)} errors in {files} spec file{'s' if files != 1 else ''}"
+                + (f" (the first {self.SHOWN} shown)" if more > 0 else ""))
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def raise_collected(errors: list[SpecError]) -> None:
+    """Raise the errors found: nothing for none, the error itself for one, else :class:`SpecErrors`
+    (with the errors of an inner :class:`SpecErrors` listed one by one)."""
+    flat: list[SpecError] = []
+    for e in errors:
+        flat.extend(e.errors if isinstance(e, SpecErrors) else [e])
+    if len(flat) == 1:
+        raise flat[0]
+    if flat:
+        raise SpecErrors(flat)
+
+
 class ExprError(KernelgenError):
     """An expression cannot be evaluated (division by zero, overflow, bad shift).
 

@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from kernelgen import expr, kernel_source, schema, symbols
 from kernelgen.cases import check_catalog
-from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
+from kernelgen.errors import SourceLoc, SpecError, did_you_mean, raise_collected, relpath
 from kernelgen.gcpause import collection_paused
 from kernelgen.macro_names import MACRO_NAMES
 from kernelgen.model import (
@@ -967,22 +967,32 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = spec_files(spec_dir, root)
-    modules = [load_module(p, root, targets, build, naming.package, spec_dir) for p in paths]
+    # Every spec file is loaded, and the first error of each reported together (SpecErrors).
+    errors: list[SpecError] = []
+    modules = []
+    for path in paths:
+        try:
+            modules.append(load_module(path, root, targets, build, naming.package, spec_dir))
+        except SpecError as exc:
+            errors.append(exc)
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}
     for m in modules:
         if m.name in seen:
-            raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}",
-                            f"module names are unique across {relpath(spec_dir, root)}/ and its subfolders: "
-                            f"{specs_read(relpath(spec_dir, root))}")
+            errors.append(SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}",
+                                    f"module names are unique across {relpath(spec_dir, root)}/ and its subfolders: "
+                                    f"{specs_read(relpath(spec_dir, root))}"))
+            continue
         seen[m.name] = m
         if m.kill_switch is None:
             continue
         other = switches.setdefault(m.kill_switch, m)
         if other is not m and not (m.kill_switch_shared and other.kill_switch_shared):
-            raise SpecError(m.kill_switch_loc or m.loc, "kill_switch",
-                            f"kill switch {m.kill_switch} is also the kill switch of module '{other.name}' "
-                            f"({other.path})", "give each module its own, or declare kill_switch_shared: true in both")
+            errors.append(SpecError(m.kill_switch_loc or m.loc, "kill_switch",
+                                    f"kill switch {m.kill_switch} is also the kill switch of module '{other.name}' "
+                                    f"({other.path})",
+                                    "give each module its own, or declare kill_switch_shared: true in both"))
+    raise_collected(errors)
     catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)), naming, build)
     _check_defines(catalog)
     catalog = _expand_dispatchers_in_chains(catalog)
