@@ -580,6 +580,22 @@ def expect(
     return outcome, grid, block, int(smem)
 
 
+def expect_cluster(
+    cluster: tuple[int, int, int] | Callable[[pyexpr.Status, Mapping[str, int]], tuple] | None,
+    env: Mapping[str, int], u64: Iterable[str] = (),
+) -> tuple[int, int, int] | None:
+    """The plan's ``cluster`` where it launches: the spec's cluster, or its ``launch.cluster``
+    evaluated for ``env`` (None without one, or when evaluating fails)."""
+    if cluster is None or not callable(cluster):
+        return cluster
+    st = pyexpr.Status()
+    full = dict(env)
+    for name in u64:
+        full[name] = pyexpr.from_u64(st, full[name])
+    x, y, z = (int(c) for c in cluster(st, full))
+    return None if st.code else (x, y, z)
+
+
 def codes_header() -> dict[str, object]:
     """What the generated kernelgen/plan_codes.h defines."""
     return {

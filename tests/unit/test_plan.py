@@ -110,3 +110,13 @@ def test_an_expression_error_has_no_geometry() -> None:
                                       None)
     assert plan.describe(object(), c, expression="grid x 'n // d'") == \
         "invalid arguments: division by zero while computing the launch, in grid x 'n // d'"
+
+
+def test_expect_cluster() -> None:
+    """The plan's cluster: none, the spec's constant one, or launch.cluster for the arguments
+    (None when evaluating it fails, as a u64 argument past INT64_MAX does)."""
+    assert plan.expect_cluster(None, {"n": 4}) is None
+    assert plan.expect_cluster((2, 1, 1), {"n": 4}) == (2, 1, 1)
+    split = lambda _st, a: (1, 1, max(1, a["k"] // 1024))  # noqa: E731
+    assert plan.expect_cluster(split, {"k": 4096}) == (1, 1, 4)
+    assert plan.expect_cluster(split, {"k": 2 ** 63}, ["k"]) is None

@@ -69,9 +69,7 @@ kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

@@ -72,9 +72,7 @@ kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

@@ -138,10 +138,10 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -247,10 +247,10 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -367,10 +367,10 @@ kg_plan plan_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -487,10 +487,10 @@ kg_plan plan_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -607,10 +607,10 @@ kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -727,10 +727,10 @@ kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -847,10 +847,10 @@ kg_plan plan_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -967,10 +967,10 @@ kg_plan plan_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1265,10 +1265,10 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1391,10 +1391,10 @@ kg_plan plan_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 

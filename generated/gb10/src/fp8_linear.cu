@@ -243,10 +243,10 @@ kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k)
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 128, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -328,27 +328,19 @@ kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 0, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 0, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of fp8_gemm_n128_row_scaled (its plan has checked it).
-void kg_cluster_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(rows, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
-}
-}  // namespace
 
 namespace {
 int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
@@ -587,12 +579,10 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled};
   using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
-  int64_t kg_cluster[3];
-  kg_cluster_fp8_gemm_n128_row_scaled(rows, n, k, kg_cluster);
   kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);

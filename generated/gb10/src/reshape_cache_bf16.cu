@@ -82,9 +82,7 @@ kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

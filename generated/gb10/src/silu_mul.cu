@@ -71,9 +71,7 @@ kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

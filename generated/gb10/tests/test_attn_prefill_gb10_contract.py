@@ -151,6 +151,7 @@ def test_attn_prefill_paged_64_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == [64, 128, 256].index(args['head_dim']), args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_attn_prefill_paged_64 = [
@@ -378,6 +379,7 @@ def test_attn_prefill_64_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == [64, 128, 256].index(args['head_dim']), args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_attn_prefill_64 = [
@@ -603,6 +605,7 @@ def test_prefill_attn_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_prefill_attn = [

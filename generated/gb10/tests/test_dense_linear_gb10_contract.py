@@ -161,6 +161,7 @@ def test_dense_gemv_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_dense_gemv = [
@@ -474,6 +475,7 @@ def test_dense_gemm_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_dense_gemm = [
@@ -664,6 +666,7 @@ def test_dense_gemm_pipelined_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), args, []), args
 
 
 SIZES_dense_gemm_pipelined = [
@@ -955,7 +958,7 @@ def expect_dense_linear_any(args, keys=None):
 def test_dense_linear_any_runs_first_member_that_applies(args):
     expected = expect_dense_linear_any(args)
     chain_plan = mod.dense_linear_any.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

@@ -148,6 +148,7 @@ def test_dflash2_conv2_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_dflash2_conv2 = [
@@ -347,6 +348,7 @@ def test_dflash2_topk16_f32_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_dflash2_topk16_f32 = [
@@ -542,6 +544,7 @@ def test_dflash2_topk16_bf16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_dflash2_topk16_bf16 = [
@@ -762,6 +765,7 @@ def test_dflash2_selector_walk_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_dflash2_selector_walk = [
@@ -914,7 +918,7 @@ def expect_dflash2_topk16(args, keys=None):
 def test_dflash2_topk16_runs_first_member_that_applies(args):
     expected = expect_dflash2_topk16(args)
     chain_plan = mod.dflash2_topk16.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

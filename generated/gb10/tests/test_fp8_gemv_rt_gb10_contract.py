@@ -293,6 +293,7 @@ def test_fp8_gemv_rt2_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2 = [
@@ -509,6 +510,7 @@ def test_fp8_gemv_rt2_16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16 = [
@@ -730,6 +732,7 @@ def test_fp8_gemv_rt1_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1 = [
@@ -951,6 +954,7 @@ def test_fp8_gemv_rt1_16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_16 = [
@@ -1171,6 +1175,7 @@ def test_fp8_gemv_rt2_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_ks_8 = [
@@ -1393,6 +1398,7 @@ def test_fp8_gemv_rt2_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_ks_4 = [
@@ -1615,6 +1621,7 @@ def test_fp8_gemv_rt2_16_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_ks_8 = [
@@ -1838,6 +1845,7 @@ def test_fp8_gemv_rt2_16_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_ks_4 = [
@@ -3273,6 +3281,7 @@ def test_fp8_gemv_rt2_16_x3_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_x3 = [
@@ -3504,6 +3513,7 @@ def test_fp8_gemv_rt1_16_x3_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_16_x3 = [
@@ -3685,7 +3695,7 @@ def expect_fp8_gemv_rt2_ks(args, keys=None):
 def test_fp8_gemv_rt2_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_ks(args)
     chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -3777,7 +3787,7 @@ def expect_fp8_gemv_rt2_16_ks(args, keys=None):
 def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_16_ks(args)
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -3862,7 +3872,7 @@ def expect_fp8_gemv_rt2_32_ks(args, keys=None):
 def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_32_ks(args)
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -3947,7 +3957,7 @@ def expect_fp8_gemv_rt2_64_ks(args, keys=None):
 def test_fp8_gemv_rt2_64_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_64_ks(args)
     chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -4028,7 +4038,7 @@ def expect_fp8_gemv_16_x3(args, keys=None):
 def test_fp8_gemv_16_x3_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_16_x3(args)
     chain_plan = mod.fp8_gemv_16_x3.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

@@ -132,6 +132,7 @@ def test_quantize_bf16_to_fp8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_quantize_bf16_to_fp8 = [
@@ -324,6 +325,7 @@ def test_dense_gemv_fp8w_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_dense_gemv_fp8w = [
@@ -527,6 +529,7 @@ def test_fp8_gemm_n128_row_scaled_m16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemm_n128_row_scaled_m16 = [
@@ -726,6 +729,7 @@ def test_fp8_gemm_n128_row_scaled_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), args, []), args
 
 
 SIZES_fp8_gemm_n128_row_scaled = [
@@ -1337,7 +1341,7 @@ def expect_fp8_linear(args, keys=None):
 def test_fp8_linear_runs_first_member_that_applies(args):
     expected = expect_fp8_linear(args)
     chain_plan = mod.fp8_linear.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

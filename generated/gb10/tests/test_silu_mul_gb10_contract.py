@@ -131,6 +131,7 @@ def test_silu_mul_bf16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_silu_mul_bf16 = [

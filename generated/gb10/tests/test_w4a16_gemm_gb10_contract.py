@@ -568,6 +568,7 @@ def test_w4a16_gemv_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_w4a16_gemv = [
@@ -767,6 +768,7 @@ def test_w4a16_gemm_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_w4a16_gemm = [
@@ -983,7 +985,7 @@ def expect_w4a16_linear(args, keys=None):
 def test_w4a16_linear_runs_first_member_that_applies(args):
     expected = expect_w4a16_linear(args)
     chain_plan = mod.w4a16_linear.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

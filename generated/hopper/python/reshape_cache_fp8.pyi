@@ -49,6 +49,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: _kg_builtins.str
     kernel: _kg_builtins.str
     variant: _kg_builtins.int
+    cluster: _kg_builtins.tuple[_kg_builtins.int, _kg_builtins.int, _kg_builtins.int] | None
     sizes: _kg_builtins.dict[_kg_builtins.str, _kg_builtins.int] | None
 
 class _kg_launcher_reshape_cache_fp8(_kg_Protocol):

@@ -106,9 +106,7 @@ kg_plan plan_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, 
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -233,10 +231,10 @@ kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, ui
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 128, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -339,9 +337,7 @@ kg_plan plan_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, u
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -468,10 +464,10 @@ kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uin
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 128, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -565,9 +561,7 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -684,10 +678,10 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t m
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 128, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 

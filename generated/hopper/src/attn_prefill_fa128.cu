@@ -150,9 +150,7 @@ kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t 
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -290,9 +288,7 @@ kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

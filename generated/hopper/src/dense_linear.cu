@@ -95,10 +95,10 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -192,10 +192,10 @@ kg_plan plan_dense_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -254,9 +254,7 @@ kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -315,27 +313,19 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err), kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of dense_gemm_pipelined (its plan has checked it).
-void kg_cluster_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(m, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err), kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
-}
-}  // namespace
 
 namespace {
 int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
@@ -403,27 +393,19 @@ kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, ((kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{256}, kg_err), TMA_COST_256, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err) <= kg::x_min(kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{192}, kg_err), TMA_COST_192, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{128}, kg_err), TMA_COST_128, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err))) ? int64_t{256} : ((kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{192}, kg_err), TMA_COST_192, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err) <= kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{128}, kg_err), TMA_COST_128, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err)) ? int64_t{192} : int64_t{128})), kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err)))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 384, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 384, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of dense_gemm_tma (its plan has checked it).
-void kg_cluster_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(m, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, ((kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{256}, kg_err), TMA_COST_256, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err) <= kg::x_min(kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{192}, kg_err), TMA_COST_192, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{128}, kg_err), TMA_COST_128, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err))) ? int64_t{256} : ((kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{192}, kg_err), TMA_COST_192, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{192}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err) <= kg::x_floordiv(kg::x_mul(kg::x_mul(kg::x_div_ceil(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err), TMA_CTAS, kg_err), int64_t{128}, kg_err), TMA_COST_128, kg_err), kg::x_max(int64_t{1}, kg::x_min(kg::x_min(TMA_SPLIT_MAX, kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))), kg_err)) ? int64_t{192} : int64_t{128})), kg_err), kg_err), kg_err)), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err)));
-}
-}  // namespace
 
 namespace {
 // The tensor maps of dense_gemm_tma, encoded for this call's arrays and extents.
@@ -690,12 +672,10 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_pipelined};
   using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
-  int64_t kg_cluster[3];
-  kg_cluster_dense_gemm_pipelined(m, n, k, kg_cluster);
   kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);
@@ -719,12 +699,10 @@ kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_tma};
   using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
-  int64_t kg_cluster[3];
-  kg_cluster_dense_gemm_tma(m, n, k, kg_cluster);
   kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);

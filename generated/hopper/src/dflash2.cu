@@ -91,9 +91,7 @@ kg_plan plan_dflash2_conv2(uint32_t rows, uint32_t hidden) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -175,10 +173,10 @@ kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 512, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -259,10 +257,10 @@ kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 512, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -387,10 +385,10 @@ kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 512, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 

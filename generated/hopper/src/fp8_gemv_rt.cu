@@ -94,27 +94,19 @@ kg_plan plan_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(GEMV_TMA_SPLIT, kg::x_min(kg::x_floordiv(GEMV_TMA_CTAS, kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_floordiv(int64_t{k}, GEMV_TMA_K_MIN, kg_err))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 384, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 384, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of fp8_gemv_tma (its plan has checked it).
-void kg_cluster_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(rows, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(GEMV_TMA_SPLIT, kg::x_min(kg::x_floordiv(GEMV_TMA_CTAS, kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_floordiv(int64_t{k}, GEMV_TMA_K_MIN, kg_err))));
-}
-}  // namespace
 
 namespace {
 // The tensor maps of fp8_gemv_tma, encoded for this call's arrays and extents.
@@ -241,10 +233,10 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -350,10 +342,10 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -470,10 +462,10 @@ kg_plan plan_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -590,10 +582,10 @@ kg_plan plan_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -710,10 +702,10 @@ kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -830,10 +822,10 @@ kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -950,10 +942,10 @@ kg_plan plan_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1070,10 +1062,10 @@ kg_plan plan_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1177,10 +1169,10 @@ kg_plan plan_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1295,10 +1287,10 @@ kg_plan plan_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1413,10 +1405,10 @@ kg_plan plan_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1533,10 +1525,10 @@ kg_plan plan_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1640,10 +1632,10 @@ kg_plan plan_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1758,10 +1750,10 @@ kg_plan plan_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1876,10 +1868,10 @@ kg_plan plan_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {4, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 4;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -1996,10 +1988,10 @@ kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -2116,10 +2108,10 @@ kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -2225,10 +2217,10 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -2351,10 +2343,10 @@ kg_plan plan_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -3231,12 +3223,10 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   cudaLaunchAttribute kg_attrs[2];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  int64_t kg_cluster[3];
-  kg_cluster_fp8_gemv_tma(rows, n, k, kg_cluster);
   kg_attrs[1].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);

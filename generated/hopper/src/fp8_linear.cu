@@ -244,10 +244,10 @@ kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k)
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {8, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 128, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 8;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -329,27 +329,19 @@ kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 0, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 0, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of fp8_gemm_n128_row_scaled (its plan has checked it).
-void kg_cluster_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(rows, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
-}
-}  // namespace
 
 namespace {
 int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
@@ -418,27 +410,19 @@ kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
+  if (kg_p.code == KG_LAUNCHED) {  // the launch-time cluster (launch.cluster)
     const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err), ((kg::x_mul(SPLIT_MAX, kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err) <= TMA_CTAS) ? SPLIT_MAX : (((kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) < kg::x_mul(int64_t{2}, TMA_CTAS, kg_err)) && (kg::x_div_ceil(kg::x_mul(int64_t{2}, kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), TMA_CTAS, kg_err) < kg::x_mul(int64_t{2}, kg::x_div_ceil(kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_CTAS, kg_err), kg_err))) ? int64_t{2} : int64_t{1}))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
     }
-    kg_p.code = kg::check_launch(kg_p, 384, kg_cluster, 8, false, 0, 0);
+    kg_p.cluster[0] = kg_cluster[0];
+    kg_p.cluster[1] = kg_cluster[1];
+    kg_p.cluster[2] = kg_cluster[2];
   }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 384, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
-
-namespace {
-// The launch-time cluster of fp8_gemm_tma (its plan has checked it).
-void kg_cluster_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  kg::unused(rows, n, k, kg_cluster);
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err), ((kg::x_mul(SPLIT_MAX, kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err) <= TMA_CTAS) ? SPLIT_MAX : (((kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) < kg::x_mul(int64_t{2}, TMA_CTAS, kg_err)) && (kg::x_div_ceil(kg::x_mul(int64_t{2}, kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), TMA_CTAS, kg_err) < kg::x_mul(int64_t{2}, kg::x_div_ceil(kg::x_mul(kg::x_div_ceil(int64_t{rows}, (((int64_t{rows} > TILE) && (kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err) >= TMA_WIDE_MIN)) ? kg::x_mul(int64_t{2}, TILE, kg_err) : TILE), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_CTAS, kg_err), kg_err))) ? int64_t{2} : int64_t{1}))));
-}
-}  // namespace
 
 namespace {
 // The tensor maps of fp8_gemm_tma, encoded for this call's arrays and extents.
@@ -702,12 +686,10 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled};
   using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
-  int64_t kg_cluster[3];
-  kg_cluster_fp8_gemm_n128_row_scaled(rows, n, k, kg_cluster);
   kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);
@@ -733,12 +715,10 @@ kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   cudaLaunchAttribute kg_attrs[2];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  int64_t kg_cluster[3];
-  kg_cluster_fp8_gemm_tma(rows, n, k, kg_cluster);
   kg_attrs[1].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);
+  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);
+  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);

@@ -69,9 +69,7 @@ kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

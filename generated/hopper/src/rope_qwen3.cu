@@ -86,9 +86,7 @@ kg_plan plan_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
   kg_p.code = kg::check_geometry_occupancy(kg_p, kg_p.code, kg_blocks_per_sm, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

@@ -106,10 +106,10 @@ kg_plan plan_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {2, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 2;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -215,10 +215,10 @@ kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -335,10 +335,10 @@ kg_plan plan_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
+  kg_p.cluster[0] = 1;  // the kernel's __cluster_dims__
+  kg_p.cluster[1] = 1;
+  kg_p.cluster[2] = 1;
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, kg_p.cluster, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -420,9 +420,7 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 
@@ -493,9 +491,7 @@ kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
-  }
+  if (kg_p.code == KG_LAUNCHED) kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
   return kg_p;
 }
 

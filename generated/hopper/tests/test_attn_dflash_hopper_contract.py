@@ -168,6 +168,7 @@ def test_prefill_attn_dflash_bf16_unsplit_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_prefill_attn_dflash_bf16_unsplit = [
@@ -407,6 +408,7 @@ def test_prefill_attn_dflash_bf16_split_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_prefill_attn_dflash_bf16_split = [
@@ -640,6 +642,7 @@ def test_prefill_attn_dflash_fp8_unsplit_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_prefill_attn_dflash_fp8_unsplit = [
@@ -903,6 +906,7 @@ def test_prefill_attn_dflash_fp8_split_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_prefill_attn_dflash_fp8_split = [
@@ -1153,6 +1157,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_prefill_attn_dflash_bf16_indirect_unsplit = [
@@ -1421,6 +1426,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_prefill_attn_dflash_bf16_indirect_split = [
@@ -1677,7 +1683,7 @@ def expect_prefill_attn_dflash_bf16(args, keys=None):
 def test_prefill_attn_dflash_bf16_runs_first_member_that_applies(args):
     expected = expect_prefill_attn_dflash_bf16(args)
     chain_plan = mod.prefill_attn_dflash_bf16.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -1814,7 +1820,7 @@ def expect_prefill_attn_dflash_fp8(args, keys=None):
 def test_prefill_attn_dflash_fp8_runs_first_member_that_applies(args):
     expected = expect_prefill_attn_dflash_fp8(args)
     chain_plan = mod.prefill_attn_dflash_fp8.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -1934,7 +1940,7 @@ def expect_prefill_attn_dflash_bf16_indirect(args, keys=None):
 def test_prefill_attn_dflash_bf16_indirect_runs_first_member_that_applies(args):
     expected = expect_prefill_attn_dflash_bf16_indirect(args)
     chain_plan = mod.prefill_attn_dflash_bf16_indirect.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

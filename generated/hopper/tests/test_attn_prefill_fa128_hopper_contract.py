@@ -170,6 +170,7 @@ def test_attn_prefill_fa128_paged_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_attn_prefill_fa128_paged = [
@@ -414,6 +415,7 @@ def test_attn_prefill_fa128_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_attn_prefill_fa128 = [
@@ -628,7 +630,7 @@ def expect_attn_paged(args, keys=None):
 def test_attn_paged_runs_first_member_that_applies(args):
     expected = expect_attn_paged(args)
     chain_plan = mod.attn_paged.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -750,7 +752,7 @@ def expect_attn_contiguous(args, keys=None):
 def test_attn_contiguous_runs_first_member_that_applies(args):
     expected = expect_attn_contiguous(args)
     chain_plan = mod.attn_contiguous.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

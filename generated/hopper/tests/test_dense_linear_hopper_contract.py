@@ -161,6 +161,7 @@ def test_dense_gemv_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_dense_gemv = [
@@ -364,6 +365,7 @@ def test_dense_gemv_rt1_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_dense_gemv_rt1 = [
@@ -554,6 +556,7 @@ def test_dense_gemm_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_dense_gemm = [
@@ -744,6 +747,7 @@ def test_dense_gemm_pipelined_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), args, []), args
 
 
 SIZES_dense_gemm_pipelined = [
@@ -939,6 +943,7 @@ def test_dense_gemm_tma_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], (256 if (_x.floordiv(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 256)), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 256))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), C_TMA_CTAS), 256), C_TMA_COST_256), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 256))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))) <= _x.min_(_st, _x.floordiv(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192)), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), C_TMA_CTAS), 192), C_TMA_COST_192), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), _x.floordiv(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128)), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), C_TMA_CTAS), 128), C_TMA_COST_128), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))))) else (192 if (_x.floordiv(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192)), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), C_TMA_CTAS), 192), C_TMA_COST_192), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 192))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))) <= _x.floordiv(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128)), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), C_TMA_CTAS), 128), C_TMA_COST_128), _x.max_(_st, 1, _x.min_(_st, C_TMA_SPLIT_MAX, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))) else 128))))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN)))), args, []), args
 
 
 SIZES_dense_gemm_tma = [
@@ -1115,7 +1120,7 @@ def expect_dense_linear_any(args, keys=None):
 def test_dense_linear_any_runs_first_member_that_applies(args):
     expected = expect_dense_linear_any(args)
     chain_plan = mod.dense_linear_any.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

@@ -156,6 +156,7 @@ def test_fp8_gemv_tma_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_GEMV_TMA_SPLIT, _x.min_(_st, _x.floordiv(_st, C_GEMV_TMA_CTAS, _x.div_ceil(_st, _a['n'], 128)), _x.floordiv(_st, _a['k'], C_GEMV_TMA_K_MIN))))), args, []), args
 
 
 SIZES_fp8_gemv_tma = [
@@ -374,6 +375,7 @@ def test_fp8_gemv_rt2_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2 = [
@@ -590,6 +592,7 @@ def test_fp8_gemv_rt2_16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16 = [
@@ -811,6 +814,7 @@ def test_fp8_gemv_rt1_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1 = [
@@ -1032,6 +1036,7 @@ def test_fp8_gemv_rt1_16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_16 = [
@@ -1252,6 +1257,7 @@ def test_fp8_gemv_rt2_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_ks_8 = [
@@ -1474,6 +1480,7 @@ def test_fp8_gemv_rt2_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_ks_4 = [
@@ -1696,6 +1703,7 @@ def test_fp8_gemv_rt2_16_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_ks_8 = [
@@ -1919,6 +1927,7 @@ def test_fp8_gemv_rt2_16_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_ks_4 = [
@@ -2132,6 +2141,7 @@ def test_fp8_gemv_rt2_32_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_32 = [
@@ -2350,6 +2360,7 @@ def test_fp8_gemv_rt2_32_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_32_ks_8 = [
@@ -2569,6 +2580,7 @@ def test_fp8_gemv_rt2_32_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_32_ks_4 = [
@@ -2787,6 +2799,7 @@ def test_fp8_gemv_rt1_32_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_32 = [
@@ -2999,6 +3012,7 @@ def test_fp8_gemv_rt2_64_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_64 = [
@@ -3216,6 +3230,7 @@ def test_fp8_gemv_rt2_64_ks_8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_64_ks_8 = [
@@ -3435,6 +3450,7 @@ def test_fp8_gemv_rt2_64_ks_4_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((4, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_64_ks_4 = [
@@ -3653,6 +3669,7 @@ def test_fp8_gemv_rt1_64_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_64 = [
@@ -3871,6 +3888,7 @@ def test_fp8_gemv_rt1_64_128_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_64_128 = [
@@ -4083,6 +4101,7 @@ def test_fp8_gemv_rt2_16_x3_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt2_16_x3 = [
@@ -4317,6 +4336,7 @@ def test_fp8_gemv_rt1_16_x3_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_fp8_gemv_rt1_16_x3 = [
@@ -4495,7 +4515,7 @@ def expect_fp8_gemv_rt2_ks(args, keys=None):
 def test_fp8_gemv_rt2_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_ks(args)
     chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -4584,7 +4604,7 @@ def expect_fp8_gemv_rt2_16_ks(args, keys=None):
 def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_16_ks(args)
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -4669,7 +4689,7 @@ def expect_fp8_gemv_rt2_32_ks(args, keys=None):
 def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_32_ks(args)
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -4754,7 +4774,7 @@ def expect_fp8_gemv_rt2_64_ks(args, keys=None):
 def test_fp8_gemv_rt2_64_ks_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_rt2_64_ks(args)
     chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 
@@ -4838,7 +4858,7 @@ def expect_fp8_gemv_16_x3(args, keys=None):
 def test_fp8_gemv_16_x3_runs_first_member_that_applies(args):
     expected = expect_fp8_gemv_16_x3(args)
     chain_plan = mod.fp8_gemv_16_x3.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

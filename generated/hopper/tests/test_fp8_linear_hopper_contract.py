@@ -132,6 +132,7 @@ def test_quantize_bf16_to_fp8_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_quantize_bf16_to_fp8 = [
@@ -324,6 +325,7 @@ def test_dense_gemv_fp8w_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_dense_gemv_fp8w = [
@@ -527,6 +529,7 @@ def test_fp8_gemm_n128_row_scaled_m16_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((8, 1, 1), args, []), args
 
 
 SIZES_fp8_gemm_n128_row_scaled_m16 = [
@@ -726,6 +729,7 @@ def test_fp8_gemm_n128_row_scaled_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), args, []), args
 
 
 SIZES_fp8_gemm_n128_row_scaled = [
@@ -927,6 +931,7 @@ def test_fp8_gemm_tma_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN), (C_SPLIT_MAX if (_x.mul(_st, C_SPLIT_MAX, _x.mul(_st, _x.div_ceil(_st, _a['rows'], (_x.mul(_st, 2, C_TILE) if ((_a['rows'] > C_TILE) and (_x.mul(_st, _x.div_ceil(_st, _a['rows'], _x.mul(_st, 2, C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)) >= C_TMA_WIDE_MIN)) else C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE))) <= C_TMA_CTAS) else (2 if ((_x.mul(_st, _x.div_ceil(_st, _a['rows'], (_x.mul(_st, 2, C_TILE) if ((_a['rows'] > C_TILE) and (_x.mul(_st, _x.div_ceil(_st, _a['rows'], _x.mul(_st, 2, C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)) >= C_TMA_WIDE_MIN)) else C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)) < _x.mul(_st, 2, C_TMA_CTAS)) and (_x.div_ceil(_st, _x.mul(_st, 2, _x.mul(_st, _x.div_ceil(_st, _a['rows'], (_x.mul(_st, 2, C_TILE) if ((_a['rows'] > C_TILE) and (_x.mul(_st, _x.div_ceil(_st, _a['rows'], _x.mul(_st, 2, C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)) >= C_TMA_WIDE_MIN)) else C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE))), C_TMA_CTAS) < _x.mul(_st, 2, _x.div_ceil(_st, _x.mul(_st, _x.div_ceil(_st, _a['rows'], (_x.mul(_st, 2, C_TILE) if ((_a['rows'] > C_TILE) and (_x.mul(_st, _x.div_ceil(_st, _a['rows'], _x.mul(_st, 2, C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)) >= C_TMA_WIDE_MIN)) else C_TILE)), _x.div_ceil(_st, _a['n'], C_TILE)), C_TMA_CTAS)))) else 1))))), args, []), args
 
 
 SIZES_fp8_gemm_tma = [
@@ -1413,7 +1418,7 @@ def expect_fp8_linear(args, keys=None):
 def test_fp8_linear_runs_first_member_that_applies(args):
     expected = expect_fp8_linear(args)
     chain_plan = mod.fp8_linear.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

@@ -170,6 +170,7 @@ def test_w4a16_gemv_rt2_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((2, 1, 1), args, []), args
 
 
 SIZES_w4a16_gemv_rt2 = [
@@ -389,6 +390,7 @@ def test_w4a16_gemv_rt1_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_w4a16_gemv_rt1 = [
@@ -609,6 +611,7 @@ def test_w4a16_gemv_rt1_128_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster((1, 1, 1), args, []), args
 
 
 SIZES_w4a16_gemv_rt1_128 = [
@@ -811,6 +814,7 @@ def test_w4a16_gemv_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_w4a16_gemv = [
@@ -1010,6 +1014,7 @@ def test_w4a16_gemm_plan_matches_spec(args):
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
         assert plan["variant"] == -1, args
+        assert plan["cluster"] == _plan.expect_cluster(None, args, []), args
 
 
 SIZES_w4a16_gemm = [
@@ -1217,7 +1222,7 @@ def expect_w4a16_linear(args, keys=None):
 def test_w4a16_linear_runs_first_member_that_applies(args):
     expected = expect_w4a16_linear(args)
     chain_plan = mod.w4a16_linear.plan(**args)
-    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant")
+    fields = ("kernel", "code", "reason", "grid", "block", "shared_mem", "variant", "cluster")
     assert {f: chain_plan[f] for f in fields} == {f: expected[f] for f in fields}, args
 
 

@@ -345,16 +345,11 @@ class CppKernel(c.CKernel):
     def launch_check_call(self) -> str:
         """kg::check_launch for this kernel (its arguments as the plan has them)."""
         ir = self.ir
-        cluster = "kg_cluster" if (ir.cluster is not None or ir.launch_cluster is not None) else "nullptr"
+        cluster = "kg_p.cluster" if (ir.cluster is not None or ir.launch_cluster is not None) else "nullptr"
         sm_count = "kg_dev.sm_count" if ir.cooperative else "0"
         blocks = "kg_blocks_per_sm" if ir.cooperative else "0"
         return (f"kg::check_launch(kg_p, {ir.max_threads}, {cluster}, {ir.max_cluster_size}, "
                 f"{'true' if ir.cooperative else 'false'}, {sm_count}, {blocks})")
-
-    @property
-    def compile_cluster_cpp(self) -> str:
-        assert self.ir.cluster is not None
-        return ", ".join(str(c) for c in self.ir.cluster)
 
     def fn_ptr(self, sym: str) -> str:
         """The kernel ``sym`` names, as a function pointer: the global-scope constant that
@@ -402,13 +397,11 @@ class CppKernel(c.CKernel):
             out += [f"kg_attrs[{i}].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
                     f"kg_attrs[{i}].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;"]
             i += 1
-        if ir.launch_cluster is not None:
-            ints = "".join(f"{a.name}, " for a in ir.int_args)
-            out += ["int64_t kg_cluster[3];", f"kg_cluster_{ir.name}({ints}kg_cluster);",
-                    f"kg_attrs[{i}].id = cudaLaunchAttributeClusterDimension;",
-                    f"kg_attrs[{i}].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);",
-                    f"kg_attrs[{i}].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);",
-                    f"kg_attrs[{i}].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);"]
+        if ir.launch_cluster is not None:  # evaluated (and checked) by the plan
+            out += [f"kg_attrs[{i}].id = cudaLaunchAttributeClusterDimension;",
+                    f"kg_attrs[{i}].val.clusterDim.x = static_cast<unsigned>(kg_p.cluster[0]);",
+                    f"kg_attrs[{i}].val.clusterDim.y = static_cast<unsigned>(kg_p.cluster[1]);",
+                    f"kg_attrs[{i}].val.clusterDim.z = static_cast<unsigned>(kg_p.cluster[2]);"]
             i += 1
         out += [
             "cudaLaunchConfig_t kg_cfg = {};",

@@ -76,15 +76,20 @@ class ContractKernel(View):
             return []
         out = ["device=DEVICE"]
         if ir.launch_checks:
-            if ir.launch_cluster is not None:
-                cluster = "lambda _st, _a: (" + ", ".join(self._py(n) for n in ir.launch_cluster) + ")"
-            else:
-                cluster = repr(ir.cluster)
-            out.append(f"launch=_plan.LaunchChecks(max_threads={ir.max_threads}, cluster={cluster}, "
+            out.append(f"launch=_plan.LaunchChecks(max_threads={ir.max_threads}, cluster={self.cluster_py}, "
                        f"cooperative={ir.cooperative})")
         if ir.needs_occupancy:
             out.append(f"occupancy=lambda _st, _a: (({', '.join(self.block_py)}), {self.smem_py})")
         return out
+
+    @property
+    def cluster_py(self) -> str:
+        """The kernel's cluster for kernelgen.plan: a tuple, a function of the arguments for a
+        launch-time cluster, or None."""
+        ir = self.ir
+        if ir.launch_cluster is not None:
+            return "lambda _st, _a: (" + ", ".join(self._py(n) for n in ir.launch_cluster) + ")"
+        return repr(ir.cluster)
 
     @property
     def variant_py(self) -> str:

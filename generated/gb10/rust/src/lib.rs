@@ -342,6 +342,9 @@ pub struct Plan {
     pub code: i32,
     /// Index of the chosen variant, -1 when the kernel has none (or none was chosen).
     pub variant: i32,
+    /// The launch's cluster dimensions (the spec's `cluster` or `launch.cluster`); `None` for a
+    /// launch without one, or a plan that stopped before its geometry.
+    pub cluster: Option<[i64; 3]>,
     /// The kernel planned: for a fallback chain, the member the plan is about.
     pub kernel: Kernel,
 }
@@ -503,6 +506,7 @@ pub(crate) mod kg_ffi {
         pub shared_mem: i64,
         pub code: i32,
         pub variant: i32,
+        pub cluster: [i64; 3],
     }
 
     #[repr(C)]
@@ -582,7 +586,8 @@ pub(crate) mod kg_rt {
     }
 
     pub fn plan(p: &kg_ffi::Plan, kernel: Kernel) -> Plan {
-        Plan { grid: p.grid, block: p.block, shared_mem: p.shared_mem, code: p.code, variant: p.variant, kernel }
+        let cluster = if p.cluster[0] == 0 { None } else { Some(p.cluster) };
+        Plan { grid: p.grid, block: p.block, shared_mem: p.shared_mem, code: p.code, variant: p.variant, cluster, kernel }
     }
 
     /// The element counts of sizes(): `None` when computing them failed.

@@ -495,6 +495,16 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
                                    "launched", code == KG_LAUNCHED ? Py_True : Py_False, "code", code, "reason",
                                    reason, "kernel", s->kernels[kidx]->name, "variant", p.variant);
   if (result == nullptr) return nullptr;
+  // cluster: the launch's cluster dimensions (the spec's cluster or launch.cluster), None for a
+  // launch without one (or a plan that stopped before its geometry).
+  PyObject* cluster = p.cluster[0] == 0 ? Py_NewRef(Py_None)
+                                        : Py_BuildValue("(LLL)", p.cluster[0], p.cluster[1], p.cluster[2]);
+  if (cluster == nullptr || PyDict_SetItemString(result, "cluster", cluster) < 0) {
+    Py_XDECREF(cluster);
+    Py_DECREF(result);
+    return nullptr;
+  }
+  Py_DECREF(cluster);
   // sizes: the element count each sized array must have at least, by argument name (a chain:
   // the largest over the members that apply), so callers allocate workspaces from the spec;
   // None when a size expression fails for these arguments.
@@ -590,7 +600,8 @@ std::string plan_doc(const LauncherSpec* s) {
   std::string doc = "plan($self, /" + (params.empty() ? std::string() : ", *" + params) + ")\n--\n\n";
   doc += std::string("The launch plan of ") + s->name +
          "() for these integer arguments, without a GPU: a dict of grid, block, shared_mem, launched, code, "
-         "reason (why not, when not launched), kernel, variant and sizes (the element count of each sized array "
+         "reason (why not, when not launched), kernel, variant, cluster (the launch's cluster dimensions, None without "
+         "one) and sizes (the element count of each sized array "
          "argument; one whose size comes out negative is left out; None when a size expression fails).";
   if (!listed.empty()) doc += "\n\nArguments: " + listed + ".";
   return doc;

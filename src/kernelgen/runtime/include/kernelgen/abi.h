@@ -56,6 +56,8 @@ typedef struct kg_plan {
   int64_t shared_mem;
   int32_t code;    /* what launching would return, short of CUDA's own answer */
   int32_t variant; /* index of the chosen variant, -1 when the kernel has none */
+  int64_t cluster[3]; /* the launch's cluster (the spec's cluster or launch.cluster), once the
+                         geometry is planned; 0, 0, 0: none */
 } kg_plan;
 
 /* What plans read for the device names of expressions (device.sm_count, ...) and their launch
