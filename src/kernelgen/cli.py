@@ -128,6 +128,15 @@ def _warn_unused_templates(root: Path) -> None:
         print(f"kernelgen: warning: {text}", file=sys.stderr)
 
 
+def _warn_unreachable_members(catalog: Catalog) -> None:
+    """A warning for each fallback-chain member that an earlier member keeps from ever launching
+    (kernelgen.lower.unreachable_members)."""
+    from kernelgen.lower import unreachable_members
+
+    for text in unreachable_members(catalog):
+        print(f"kernelgen: warning: {text}", file=sys.stderr)
+
+
 # A catalog of at least this many modules takes a while to render: generate says so first (stderr).
 PROGRESS_MODULES = 100
 
@@ -141,6 +150,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     _warn_namespace_clashes(catalog, root)
     _warn_struct_header_guards(catalog, root)
     _warn_unused_templates(root)
+    _warn_unreachable_members(catalog)
     all_targets = [t.name for t in catalog.targets]
     files = render_catalog(catalog, templates=root / "templates")
     if args.check:

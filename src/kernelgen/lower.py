@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, plan
-from kernelgen.cases import boundary_cases, launch_check_cases, search_cases, u64_in_expressions
+from kernelgen.cases import boundary_cases, expected_plan, launch_check_cases, search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap
 from kernelgen.types import ELEM_TYPES, SCALARS, ElemType, ScalarType
 
@@ -542,3 +542,58 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
         structs=tuple(st for st in module.structs if not st.stateless),
         stateless_structs=tuple(st for st in module.structs if st.stateless),
     )
+
+
+def unreachable_members(catalog: Catalog) -> list[str]:
+    """Warnings for fallback-chain members that no argument set of the chain's tests launches (its
+    examples, clause flips and boundaries, and every other member's) on any target the member is
+    built for: a member before it launches each of them, so the chain never reaches it (a
+    specialised kernel listed after a general one). Not reported where that earlier member can be
+    turned off alone (a kill switch of another module: the member is then its fallback), nor for
+    chains that pick their members by element type."""
+    out = []
+    for m in catalog.modules:
+        for fb in m.fallbacks:
+            reached: set[int] = set()
+            blocked: dict[int, tuple[int, Target, dict[str, int]]] = {}  # member -> (earlier member, where)
+            kernels: list[tuple[Module, Kernel]] = []
+            for target in catalog.targets:
+                lc = lower_chain(catalog, m, fb, target)
+                if lc.keys:
+                    break
+                kernels = []
+                for mod_name, name in lc.members:
+                    owner = catalog.module(mod_name)
+                    assert owner is not None
+                    k = owner.kernel(name)
+                    assert k is not None
+                    kernels.append((owner, k))
+                for case in lc.cases:
+                    env = dict(case)
+                    for i, (owner, k) in enumerate(kernels):
+                        if target.name not in k.targets:
+                            continue
+                        c = expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
+                        if c == 0:
+                            reached.add(i)
+                            for j, (_, later) in enumerate(kernels[i + 1:], i + 1):
+                                mine = dict(later.examples[0])
+                                if all(env.get(n) == v for n, v in mine.items() if n in env):
+                                    blocked.setdefault(j, (i, target, mine))
+                        if c <= 0 and not plan.falls_through(c):
+                            break
+            for j, (owner, k) in enumerate(kernels):
+                if j in reached or j not in blocked or not any(t.name in k.targets for t in catalog.targets):
+                    continue
+                i, target, example = blocked[j]
+                first = kernels[i][0]
+                if first.kill_switch and first.kill_switch != owner.kill_switch:
+                    continue
+                shown = ", ".join(f"{n}={v}" for n, v in example.items())
+                ref = fb.members[j]
+                out.append(
+                    f"{ref.loc}: fallbacks.{fb.name}: {ref.qualname} is launched for none of the argument sets "
+                    f"the chain's tests try: {fb.members[i].qualname} before it launches them (its first "
+                    f"example, {shown}, on {target.name} among them), so the chain never reaches it; "
+                    "list the more specific kernel first, or narrow the earlier one's applies_if")
+    return out
