@@ -544,6 +544,18 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
     )
 
 
+def chain_kernels(catalog: Catalog, c: LChain) -> list[tuple[Module, Kernel]]:
+    """The chain's members as (module, kernel), in order."""
+    out = []
+    for mod_name, name in c.members:
+        owner = catalog.module(mod_name)
+        assert owner is not None
+        k = owner.kernel(name)
+        assert k is not None
+        out.append((owner, k))
+    return out
+
+
 def unreachable_members(catalog: Catalog) -> list[str]:
     """Warnings for fallback-chain members that no argument set of the chain's tests launches (its
     examples, clause flips and boundaries, and every other member's) on any target the member is
@@ -561,13 +573,7 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                 lc = lower_chain(catalog, m, fb, target)
                 if lc.keys:
                     break
-                kernels = []
-                for mod_name, name in lc.members:
-                    owner = catalog.module(mod_name)
-                    assert owner is not None
-                    k = owner.kernel(name)
-                    assert k is not None
-                    kernels.append((owner, k))
+                kernels = chain_kernels(catalog, lc)
                 for case in lc.cases:
                     env = dict(case)
                     for i, (owner, k) in enumerate(kernels):

@@ -12,22 +12,10 @@ from kernelgen.loader import load_catalog
 from kernelgen.lower import unreachable_members
 from tests.unit.test_loader import GOOD, write_project
 
-# Two kernels of one module: 'scale' (n % 4 == 0) and 'plain' (any n).
-TWO = GOOD + """\
-  plain:
-    symbol: scale
-    summary: Scales, any n.
-    args:
-      x: {type: const f32*, size: n}
-      out: f32*
-      n: u32
-      alpha: f32
-    grid: [div_ceil(n, THREADS), 1, 1]
-    block: [THREADS, 1, 1]
-    skip_if: [n == 0]
-    examples:
-      - {n: 1000}
-"""
+# Two kernels of one module: 'scale' (n % 4 == 0) and 'plain' (any n), GOOD's kernel twice.
+_SCALE = GOOD[GOOD.index("  scale:\n"):]
+TWO = GOOD + _SCALE.replace("  scale:\n", "  plain:\n    symbol: scale\n", 1).replace(
+    "    applies_if: [n % 4 == 0]\n", "").replace("{n: 1024}", "{n: 1000}")
 
 
 def project(tmp_path: Path, chain: str, spec: str = TWO) -> Path:

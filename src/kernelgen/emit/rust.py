@@ -22,6 +22,7 @@ from kernelgen.lower import (
     LChain,
     LKernel,
     LModule,
+    chain_kernels,
 )
 from kernelgen.model import Catalog, Kernel, Module, Target
 from kernelgen.plan import (
@@ -477,13 +478,7 @@ class _ChainTests:
     def __init__(self, catalog: Catalog, m: LModule, c: LChain, target: Target, crate: str) -> None:
         self.name = c.name
         self.path = f"kg::{module_ident(m.name)}::{rust_ident(c.name)}"
-        members = []
-        for mod_name, kernel in c.members:
-            mod = catalog.module(mod_name)
-            assert mod is not None
-            k = mod.kernel(kernel)
-            assert k is not None
-            members.append((mod, k))
+        members = chain_kernels(catalog, c)
         self.present = any(target.name in k.targets for _, k in members)
         self.plans = []
         self.launching = None
