@@ -20,7 +20,9 @@ def root(project: Path) -> Path:
 
 def _generate(root: Path, capsys: pytest.CaptureFixture[str], templates: dict[str, str]) -> tuple[int, str]:
     for name, text in templates.items():
-        (root / "templates" / name).write_text(text)
+        path = root / "templates" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     code = main(["--root", str(root), "generate"])
     return code, capsys.readouterr().err
 

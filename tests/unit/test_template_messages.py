@@ -10,26 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen.cli import main
 from kernelgen.emit import render_catalog
 from kernelgen.emit.base import ENV, unused_templates
 from kernelgen.loader import load_catalog
+from tests.unit.test_project_templates import _generate
 
 
 @pytest.fixture
 def root(project: Path) -> Path:
-    """A writable copy of tests/fixtures/project (tests/conftest.py), with an empty templates/ folder."""
+    """A writable copy of tests/fixtures/project, with an empty templates/ folder."""
     (project / "templates").mkdir()
     return project
-
-
-def _generate(root: Path, capsys: pytest.CaptureFixture[str], templates: dict[str, str]) -> tuple[int, str]:
-    for name, text in templates.items():
-        path = root / "templates" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    code = main(["--root", str(root), "generate"])
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["launchers.cu.jinja", "launchers.cu.jinja2", "launchers.cu.tmpl", "launchers.cu"])
