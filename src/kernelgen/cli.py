@@ -137,6 +137,14 @@ def _warn_unreachable_members(catalog: Catalog) -> None:
         print(f"kernelgen: warning: {text}", file=sys.stderr)
 
 
+def _warn_catalog(catalog: Catalog, root: Path) -> None:
+    """What generate and build warn about before rendering."""
+    _warn_namespace_clashes(catalog, root)
+    _warn_struct_header_guards(catalog, root)
+    _warn_unused_templates(root)
+    _warn_unreachable_members(catalog)
+
+
 # A catalog of at least this many modules takes a while to render: generate says so first (stderr).
 PROGRESS_MODULES = 100
 
@@ -147,10 +155,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     catalog = load_catalog(root)
     if len(catalog.modules) >= PROGRESS_MODULES:
         print(f"kernelgen: generating {count(len(catalog.modules), 'module')} ...", file=sys.stderr, flush=True)
-    _warn_namespace_clashes(catalog, root)
-    _warn_struct_header_guards(catalog, root)
-    _warn_unused_templates(root)
-    _warn_unreachable_members(catalog)
+    _warn_catalog(catalog, root)
     all_targets = [t.name for t in catalog.targets]
     files = render_catalog(catalog, templates=root / "templates")
     if args.check:
@@ -194,9 +199,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
     check_include_dirs(catalog, root, targets)
-    _warn_namespace_clashes(catalog, root)
-    _warn_struct_header_guards(catalog, root)
-    _warn_unused_templates(root)
+    _warn_catalog(catalog, root)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
