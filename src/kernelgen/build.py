@@ -937,7 +937,42 @@ def _override_notes(lines: list[str], root: Path) -> list[str]:
     return out
 
 
+# Failed steps explained one by one in a build's error; the others are counted.
+MAX_FAILED_STEPS = 8
+
+
+def _failed_step_blocks(lines: list[str]) -> list[list[str]]:
+    """Each failed ninja step's lines (``FAILED: <outputs>``, its command, its output), in order."""
+    blocks: list[list[str]] = []
+    inside = False
+    for ln in lines:
+        if ln.startswith("FAILED: "):
+            blocks.append([ln])
+            inside = True
+        elif inside and (_PROGRESS.match(ln) or ln.startswith("ninja: ")):
+            inside = False
+        elif inside:
+            blocks[-1].append(ln)
+    return blocks
+
+
 def _explain_failure(lines: list[str], root: Path | None = None, project: Path | None = None) -> str:
+    """:func:`_explain_step` for a build with one failed step; with several (ninja goes on past a
+    failure), each step's explanation under a line naming what it was making."""
+    blocks = _failed_step_blocks(lines)
+    if len(blocks) < 2:
+        return _explain_step(lines, root, project)
+    parts = [f"{len(blocks)} build steps failed:"]
+    for i, block in enumerate(blocks[:MAX_FAILED_STEPS], 1):
+        made = block[0].removeprefix("FAILED: ").strip()
+        made = re.sub(r"^\[code=\d+\]\s*", "", made)
+        parts += [f"failed step {i} of {len(blocks)}: {made}", _explain_step(block, root, project)]
+    if len(blocks) > MAX_FAILED_STEPS:
+        parts.append(f"... and {len(blocks) - MAX_FAILED_STEPS} more failed steps (kernelgen build -v shows them)")
+    return "\n".join(parts)
+
+
+def _explain_step(lines: list[str], root: Path | None = None, project: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first (after the
     compiler's first errors where they precede the check in its translation unit), then a kernel
     symbol the compiler cannot find or a struct it cannot forward-declare (named by its spec), then
@@ -951,7 +986,7 @@ def _explain_failure(lines: list[str], root: Path | None = None, project: Path |
 
 
 def _explain(lines: list[str], root: Path | None) -> str:
-    """:func:`_explain_failure` but for the notes about the project's templates."""
+    """:func:`_explain_step` but for the notes about the project's templates."""
     # kernelgen's checks are static_asserts whose message starts "kernelgen: <spec>:<line>"; nvcc
     # reports one as `error: static assertion failed with "<message>"`. (Its echo of a source line
     # that merely holds such a message, under another error, is not one of them.)
@@ -1340,6 +1375,9 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     cmd = [tools.cmake, "--build", str(bdir)]
     if opts.jobs:
         cmd += ["--parallel", str(opts.jobs)]
+    # ninja goes on after a failed step with the steps that do not depend on it, so that one build
+    # reports every module that does not compile (each failed step explained on its own)
+    cmd += ["--", "-k", "0"]
     rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
     damaged = _damaged_build_file(lines) if rc != 0 else None
     if damaged:

@@ -187,3 +187,36 @@ def test_a_target_the_toolkit_cannot_build_stops_the_build_before_anything_is_co
         "sm_70 (CUDA_HOME or CUDACXX)")
     assert built == []  # not even the target before it
     assert build.build_targets(opts, [hopper, gb10], echo=lambda _: None) == ["hopper", "gb10"]
+
+
+def test_every_failed_step_is_explained_on_its_own(tmp_path: Path) -> None:
+    """ninja goes on past a failed step (-k 0): a build where two modules do not compile explains
+    each under the object it was making, kernelgen's own check of one included."""
+    root = _spec(tmp_path)
+    other = _ninja(f"{root}/kernels/other.cu(7): error: identifier \"z\" is undefined", "    out[i] = z;",
+                   "             ^", "")
+    other = [ln.replace("rowsum", "other") for ln in other]
+    check = ('/p/generated/hopper/src/rowsum.cu(40): error: static assertion failed with "kernelgen: '
+             'specs/rowsum.yaml:9: kernel \'rowsum\': argument \'n\' is u32 in the spec but int in the kernel"')
+    lines = _ninja(check, "") [:-1] + other
+    text = _explain_failure(lines, root)
+    head, first, why1, second, *why2 = text.splitlines()
+    assert head == "2 build steps failed:"
+    assert first == "failed step 1 of 2: kg_hopper/CMakeFiles/kernelgen_hopper_obj_rowsum.dir/src/rowsum.cu.o", first
+    assert why1.startswith("kernelgen: specs/rowsum.yaml:9: kernel 'rowsum': argument 'n' is u32"), why1
+    assert second == "failed step 2 of 2: kg_hopper/CMakeFiles/kernelgen_hopper_obj_other.dir/src/other.cu.o", second
+    assert any("kernels/other.cu(7): error: identifier \"z\" is undefined" in ln for ln in why2), why2
+    assert not any("rowsum" in ln for ln in why2), why2
+
+
+def test_many_failed_steps_are_counted(tmp_path: Path) -> None:
+    from kernelgen.build import MAX_FAILED_STEPS
+
+    root = _spec(tmp_path)
+    lines = []
+    for i in range(MAX_FAILED_STEPS + 2):
+        lines += [ln.replace("rowsum", f"m{i}") for ln in _ninja(f"{root}/kernels/m{i}.cu(1): error: bad", "")[:-1]]
+    text = _explain_failure(lines, root).splitlines()
+    assert text[0] == f"{MAX_FAILED_STEPS + 2} build steps failed:"
+    assert text[-1] == "... and 2 more failed steps (kernelgen build -v shows them)"
+

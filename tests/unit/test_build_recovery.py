@@ -195,3 +195,19 @@ def test_pruning_an_install_keeps_the_marker(tmp_path: Path) -> None:
 def test_the_package_shell_knows_the_install_marker() -> None:
     shell = (project.SHELL_DIR / "__init__.py").read_text()
     assert f'_INSTALLING = "{build.INSTALL_MARKER}"' in shell
+
+
+def test_the_build_goes_on_past_a_failed_step_and_reports_each(tmp_path: Path, fake: FakeCMake) -> None:
+    """ninja is told to keep going (-k 0), and the error explains every step that failed."""
+    _build(tmp_path)
+    fake.build_fails = [["[1/3] Building CUDA object a.o", "FAILED: a.o", "nvcc -c a.cu",
+                         "a.cu(3): error: identifier \"y\" is undefined", "[2/3] Building CUDA object b.o",
+                         "FAILED: b.o", "nvcc -c b.cu", "b.cu(5): error: expected a \";\"",
+                         "ninja: build stopped: subcommand failed."]]
+    with pytest.raises(BuildError) as info:
+        _build(tmp_path)
+    (cmd,) = [c for c in fake.commands if "--build" in c][-1:]
+    assert cmd[-3:] == ["--", "-k", "0"], cmd
+    text = str(info.value)
+    assert "2 build steps failed:\nfailed step 1 of 2: a.o\n" in text and "\nfailed step 2 of 2: b.o\n" in text, text
+    assert 'a.cu(3): error: identifier "y" is undefined' in text and 'b.cu(5): error: expected a ";"' in text, text
