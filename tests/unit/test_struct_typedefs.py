@@ -202,8 +202,8 @@ def test_the_errors_shown_before_a_check_are_bounded(tmp_path: Path) -> None:
 
 
 def test_a_check_that_fails_first_is_shown_alone(tmp_path: Path) -> None:
-    """kernelgen's own static_asserts before the check (kg_layout's), errors after it, and errors of
-    another translation unit (another failed step) before it do not count."""
+    """kernelgen's own static_asserts before the check (kg_layout's) and errors after it do not
+    count; another translation unit's errors (another failed step) are explained as that step's."""
     output = _undeclared(tmp_path)
     own = output[12:]  # from kg_layout's static_assert on
     assert _explain_failure(_ninja(*own), tmp_path) == CHECK
@@ -211,6 +211,10 @@ def test_a_check_that_fails_first_is_shown_alone(tmp_path: Path) -> None:
              "/usr/local/cuda/bin/nvcc -c /p/generated/hopper/src/x.cu -o x.cu.o",
              f'{tmp_path}/kernels/x.cu(3): error: identifier "y" is undefined',
              '1 error detected in the compilation of "/p/generated/hopper/src/x.cu".']
-    assert _explain_failure(other + _ninja(*own), tmp_path) == CHECK
+    both = _explain_failure(other + _ninja(*own), tmp_path).splitlines()
+    assert both[:2] == ["2 build steps failed:",
+                        "failed step 1 of 2: kg_hopper/CMakeFiles/kernelgen_hopper_obj_x.dir/src/x.cu.o"], both
+    assert f'{tmp_path}/kernels/x.cu(3): error: identifier "y" is undefined' in both, both
+    assert both[-2].startswith("failed step 2 of 2: ") and both[-1] == CHECK, both
     # without ninja's lines (the output alone), the whole output is the check's
     assert _explain_failure(output, tmp_path).splitlines()[0] == output[0]
