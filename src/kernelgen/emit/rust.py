@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kernelgen import __version__, expr, names, plan, types
-from kernelgen.cases import expected_plan
+from kernelgen.cases import expected_plan, launch_checks_of, u64_in_expressions
 from kernelgen.emit.base import render
 from kernelgen.emit.c import abi_symbol
 from kernelgen.errors import ExprError, SourceLoc, SpecError
@@ -339,9 +339,13 @@ def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tupl
         if k.variants and _is_geometry(c):
             variant = [v for v, _ in k.variants.symbols].index(env[k.variants.on])
     if c < 0 and category(c) == E_EXPR:  # where the expression failed decides what was filled in
-        return c, f"code: {c}, geometry: None, variant: None"
+        return c, f"code: {c}, geometry: None, variant: None, cluster: None"
+    cluster = "None"  # checked where the plan launches
+    if c == 0:
+        want = plan.expect_cluster(launch_checks_of(k).cluster, env | dict(mod.constants), u64_in_expressions(k))
+        cluster = f"Some(Some({_dims(want)}))" if want else "Some(None)"
     return c, (f"code: {c}, geometry: Some(({_dims(grid)}, {_dims(block)}, {smem})), "
-               f"variant: Some({variant})")
+               f"variant: Some({variant}), cluster: {cluster}")
 
 
 def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str | None:

@@ -33,6 +33,7 @@ struct Expect {
     code: i32,
     geometry: Option<([i64; 3], [i64; 3], i64)>,
     variant: Option<i32>,
+    cluster: Option<Option<[i64; 3]>>,
 }
 
 fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
@@ -42,6 +43,9 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
     }
     if let Some(variant) = e.variant {
         assert_eq!(plan.variant, variant, "{}", case);
+    }
+    if let Some(cluster) = e.cluster {
+        assert_eq!(plan.cluster, cluster, "{}", case);
     }
 }
 
@@ -60,60 +64,60 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn argmax_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kg::argmax::argmax_bf16::plan(1, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::argmax::argmax_bf16::plan(16, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(1024, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1024, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(16385, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([16392, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16385, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(1073741825, 16383), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1073741825, vocab=16383");
-    check(kg::argmax::argmax_bf16::plan(1073741824, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=3");
-    check(kg::argmax::argmax_bf16::plan(2, 16777217), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2, vocab=16777217");
-    check(kg::argmax::argmax_bf16::plan(536870912, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=536870912, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(268435455, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([268435456, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=268435455, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(16777217, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([16777224, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=3");
-    check(kg::argmax::argmax_bf16::plan(1, 1048576), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1048576");
-    check(kg::argmax::argmax_bf16::plan(512, 8193), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=8193");
-    check(kg::argmax::argmax_bf16::plan(1, 524288), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524288");
-    check(kg::argmax::argmax_bf16::plan(4, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=0");
-    check(kg::argmax::argmax_bf16::plan(262143, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=262143, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(1073741825, 8388607), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1073741825, vocab=8388607");
-    check(kg::argmax::argmax_bf16::plan(2048, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2048, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(2147483647, 262144), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483647, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(1, 1048577), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1048577");
-    check(kg::argmax::argmax_bf16::plan(67108863, 1000), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=67108863, vocab=1000");
-    check(kg::argmax::argmax_bf16::plan(16, 64), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=64");
-    check(kg::argmax::argmax_bf16::plan(65535, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([65536, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=65535, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(33554432, 16777216), "argmax_bf16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=33554432, vocab=16777216");
-    check(kg::argmax::argmax_bf16::plan(1, 151943), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=151943");
-    check(kg::argmax::argmax_bf16::plan(524288, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=524288, vocab=262144");
-    check(kg::argmax::argmax_bf16::plan(1000000000, 1000000000), "argmax_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1000000000, vocab=1000000000");
-    check(kg::argmax::argmax_bf16::plan(2097153, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2097160, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2097153, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(16, 1048575), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=1048575");
-    check(kg::argmax::argmax_bf16::plan(2047, 1000000), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2047, vocab=1000000");
-    check(kg::argmax::argmax_bf16::plan(1024, 8388608), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1024, vocab=8388608");
-    check(kg::argmax::argmax_bf16::plan(16, 131073), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=131073");
-    check(kg::argmax::argmax_bf16::plan(256, 128257), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=256, vocab=128257");
-    check(kg::argmax::argmax_bf16::plan(8191, 1023), "argmax_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=8191, vocab=1023");
-    check(kg::argmax::argmax_bf16::plan(1024, 1025), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1024, vocab=1025");
-    check(kg::argmax::argmax_bf16::plan(1024, 65536), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1024, vocab=65536");
-    check(kg::argmax::argmax_bf16::plan(2047, 1073741823), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2047, vocab=1073741823");
-    check(kg::argmax::argmax_bf16::plan(1073741824, 134217728), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=134217728");
-    check(kg::argmax::argmax_bf16::plan(67108863, 63), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=67108863, vocab=63");
-    check(kg::argmax::argmax_bf16::plan(2147483649, 31), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483656, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483649, vocab=31");
-    check(kg::argmax::argmax_bf16::plan(1024, 64128), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1024, vocab=64128");
-    check(kg::argmax::argmax_bf16::plan(32768, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32768");
-    check(kg::argmax::argmax_bf16::plan(16777216, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16777216, vocab=128256");
-    check(kg::argmax::argmax_bf16::plan(16, 7), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16, vocab=7");
-    check(kg::argmax::argmax_bf16::plan(0, 151936), "argmax_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
-    check(kg::argmax::argmax_bf16::plan(2, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
-    check(kg::argmax::argmax_bf16::plan(2147483640, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([2147483640, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483640");
-    check(kg::argmax::argmax_bf16::plan(2147483641, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483641");
-    check(kg::argmax::argmax_bf16::plan(2147483642, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483642");
-    check(kg::argmax::argmax_bf16::plan(1, 2147483647), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=2147483647");
-    check(kg::argmax::argmax_bf16::plan(1, 2147483648), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2147483648");
-    check(kg::argmax::argmax_bf16::plan(1, 2147483649), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2147483649");
-    check(kg::argmax::argmax_bf16::plan(1, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
-    check(kg::argmax::argmax_bf16::plan(1, 1), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1");
-    check(kg::argmax::argmax_bf16::plan(1, 2), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=2");
+    check(kg::argmax::argmax_bf16::plan(1, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example");
+    check(kg::argmax::argmax_bf16::plan(16, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1024, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1024, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16385, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([16392, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16385, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1073741825, 16383), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1073741825, vocab=16383");
+    check(kg::argmax::argmax_bf16::plan(1073741824, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1073741824, vocab=3");
+    check(kg::argmax::argmax_bf16::plan(2, 16777217), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2, vocab=16777217");
+    check(kg::argmax::argmax_bf16::plan(536870912, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=536870912, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(268435455, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([268435456, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=268435455, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(16777217, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([16777224, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16777217, vocab=3");
+    check(kg::argmax::argmax_bf16::plan(1, 1048576), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=1048576");
+    check(kg::argmax::argmax_bf16::plan(512, 8193), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=512, vocab=8193");
+    check(kg::argmax::argmax_bf16::plan(1, 524288), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=524288");
+    check(kg::argmax::argmax_bf16::plan(4, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with rows=4, vocab=0");
+    check(kg::argmax::argmax_bf16::plan(262143, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=262143, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(1073741825, 8388607), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1073741825, vocab=8388607");
+    check(kg::argmax::argmax_bf16::plan(2048, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2048, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(2147483647, 262144), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483647, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1, 1048577), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=1048577");
+    check(kg::argmax::argmax_bf16::plan(67108863, 1000), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=67108863, vocab=1000");
+    check(kg::argmax::argmax_bf16::plan(16, 64), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16, vocab=64");
+    check(kg::argmax::argmax_bf16::plan(65535, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([65536, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=65535, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(33554432, 16777216), "argmax_bf16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=33554432, vocab=16777216");
+    check(kg::argmax::argmax_bf16::plan(1, 151943), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=151943");
+    check(kg::argmax::argmax_bf16::plan(524288, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=524288, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1000000000, 1000000000), "argmax_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1000000000, vocab=1000000000");
+    check(kg::argmax::argmax_bf16::plan(2097153, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2097160, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2097153, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16, 1048575), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16, vocab=1048575");
+    check(kg::argmax::argmax_bf16::plan(2047, 1000000), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2047, vocab=1000000");
+    check(kg::argmax::argmax_bf16::plan(1024, 8388608), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1024, vocab=8388608");
+    check(kg::argmax::argmax_bf16::plan(16, 131073), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16, vocab=131073");
+    check(kg::argmax::argmax_bf16::plan(256, 128257), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=256, vocab=128257");
+    check(kg::argmax::argmax_bf16::plan(8191, 1023), "argmax_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=8191, vocab=1023");
+    check(kg::argmax::argmax_bf16::plan(1024, 1025), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1024, vocab=1025");
+    check(kg::argmax::argmax_bf16::plan(1024, 65536), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1024, vocab=65536");
+    check(kg::argmax::argmax_bf16::plan(2047, 1073741823), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2047, vocab=1073741823");
+    check(kg::argmax::argmax_bf16::plan(1073741824, 134217728), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1073741824, vocab=134217728");
+    check(kg::argmax::argmax_bf16::plan(67108863, 63), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=67108863, vocab=63");
+    check(kg::argmax::argmax_bf16::plan(2147483649, 31), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483656, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483649, vocab=31");
+    check(kg::argmax::argmax_bf16::plan(1024, 64128), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=1024, vocab=64128");
+    check(kg::argmax::argmax_bf16::plan(32768, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=32768");
+    check(kg::argmax::argmax_bf16::plan(16777216, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16777216, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16, 7), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=16, vocab=7");
+    check(kg::argmax::argmax_bf16::plan(0, 151936), "argmax_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with rows=0");
+    check(kg::argmax::argmax_bf16::plan(2, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2");
+    check(kg::argmax::argmax_bf16::plan(2147483640, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([2147483640, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with rows=2147483640");
+    check(kg::argmax::argmax_bf16::plan(2147483641, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483641");
+    check(kg::argmax::argmax_bf16::plan(2147483642, 151936), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483642");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483647), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=2147483647");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483648), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with vocab=2147483648");
+    check(kg::argmax::argmax_bf16::plan(1, 2147483649), "argmax_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with vocab=2147483649");
+    check(kg::argmax::argmax_bf16::plan(1, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with vocab=0");
+    check(kg::argmax::argmax_bf16::plan(1, 1), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=1");
+    check(kg::argmax::argmax_bf16::plan(1, 2), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(Some([8, 1, 1])) }, "the first example with vocab=2");
 }
 
 #[test]

@@ -33,6 +33,7 @@ struct Expect {
     code: i32,
     geometry: Option<([i64; 3], [i64; 3], i64)>,
     variant: Option<i32>,
+    cluster: Option<Option<[i64; 3]>>,
 }
 
 fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
@@ -42,6 +43,9 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
     }
     if let Some(variant) = e.variant {
         assert_eq!(plan.variant, variant, "{}", case);
+    }
+    if let Some(cluster) = e.cluster {
+        assert_eq!(plan.cluster, cluster, "{}", case);
     }
 }
 
@@ -60,42 +64,42 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn residual_add_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kg::residual_add::residual_add_bf16::plan(4194304), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::residual_add::residual_add_bf16::plan(4096), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4096");
-    check(kg::residual_add::residual_add_bf16::plan(33554437), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=33554437");
-    check(kg::residual_add::residual_add_bf16::plan(4), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4");
-    check(kg::residual_add::residual_add_bf16::plan(1048576), "residual_add_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1048576");
-    check(kg::residual_add::residual_add_bf16::plan(2047), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2047");
-    check(kg::residual_add::residual_add_bf16::plan(4294967296), "residual_add_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4294967296");
-    check(kg::residual_add::residual_add_bf16::plan(513), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=513");
-    check(kg::residual_add::residual_add_bf16::plan(16777217), "residual_add_bf16", Expect { code: 0, geometry: Some(([2049, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=16777217");
-    check(kg::residual_add::residual_add_bf16::plan(4194305), "residual_add_bf16", Expect { code: 0, geometry: Some(([513, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4194305");
-    check(kg::residual_add::residual_add_bf16::plan(17), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=17");
-    check(kg::residual_add::residual_add_bf16::plan(131073), "residual_add_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=131073");
-    check(kg::residual_add::residual_add_bf16::plan(256), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=256");
-    check(kg::residual_add::residual_add_bf16::plan(1024), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1024");
-    check(kg::residual_add::residual_add_bf16::plan(268435457), "residual_add_bf16", Expect { code: 0, geometry: Some(([32769, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=268435457");
-    check(kg::residual_add::residual_add_bf16::plan(2048), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2048");
-    check(kg::residual_add::residual_add_bf16::plan(1000000), "residual_add_bf16", Expect { code: 0, geometry: Some(([123, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1000000");
-    check(kg::residual_add::residual_add_bf16::plan(856259), "residual_add_bf16", Expect { code: 0, geometry: Some(([105, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=856259");
-    check(kg::residual_add::residual_add_bf16::plan(134217728), "residual_add_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=134217728");
-    check(kg::residual_add::residual_add_bf16::plan(127), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=127");
-    check(kg::residual_add::residual_add_bf16::plan(33554436), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=33554436");
-    check(kg::residual_add::residual_add_bf16::plan(8192), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=8192");
-    check(kg::residual_add::residual_add_bf16::plan(262145), "residual_add_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=262145");
-    check(kg::residual_add::residual_add_bf16::plan(129), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=129");
-    check(kg::residual_add::residual_add_bf16::plan(2), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=2");
-    check(kg::residual_add::residual_add_bf16::plan(16777216), "residual_add_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=16777216");
-    check(kg::residual_add::residual_add_bf16::plan(32), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=32");
-    check(kg::residual_add::residual_add_bf16::plan(536870913), "residual_add_bf16", Expect { code: 0, geometry: Some(([65537, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=536870913");
-    check(kg::residual_add::residual_add_bf16::plan(16384), "residual_add_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=16384");
-    check(kg::residual_add::residual_add_bf16::plan(4095), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4095");
-    check(kg::residual_add::residual_add_bf16::plan(1073741825), "residual_add_bf16", Expect { code: 0, geometry: Some(([131073, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1073741825");
-    check(kg::residual_add::residual_add_bf16::plan(4194303), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=4194303");
-    check(kg::residual_add::residual_add_bf16::plan(67108863), "residual_add_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=67108863");
-    check(kg::residual_add::residual_add_bf16::plan(31), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=31");
-    check(kg::residual_add::residual_add_bf16::plan(0), "residual_add_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
-    check(kg::residual_add::residual_add_bf16::plan(1), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with n=1");
+    check(kg::residual_add::residual_add_bf16::plan(4194304), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example");
+    check(kg::residual_add::residual_add_bf16::plan(4096), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4096");
+    check(kg::residual_add::residual_add_bf16::plan(33554437), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=33554437");
+    check(kg::residual_add::residual_add_bf16::plan(4), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4");
+    check(kg::residual_add::residual_add_bf16::plan(1048576), "residual_add_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=1048576");
+    check(kg::residual_add::residual_add_bf16::plan(2047), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=2047");
+    check(kg::residual_add::residual_add_bf16::plan(4294967296), "residual_add_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4294967296");
+    check(kg::residual_add::residual_add_bf16::plan(513), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=513");
+    check(kg::residual_add::residual_add_bf16::plan(16777217), "residual_add_bf16", Expect { code: 0, geometry: Some(([2049, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=16777217");
+    check(kg::residual_add::residual_add_bf16::plan(4194305), "residual_add_bf16", Expect { code: 0, geometry: Some(([513, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4194305");
+    check(kg::residual_add::residual_add_bf16::plan(17), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=17");
+    check(kg::residual_add::residual_add_bf16::plan(131073), "residual_add_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=131073");
+    check(kg::residual_add::residual_add_bf16::plan(256), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=256");
+    check(kg::residual_add::residual_add_bf16::plan(1024), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=1024");
+    check(kg::residual_add::residual_add_bf16::plan(268435457), "residual_add_bf16", Expect { code: 0, geometry: Some(([32769, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=268435457");
+    check(kg::residual_add::residual_add_bf16::plan(2048), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=2048");
+    check(kg::residual_add::residual_add_bf16::plan(1000000), "residual_add_bf16", Expect { code: 0, geometry: Some(([123, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=1000000");
+    check(kg::residual_add::residual_add_bf16::plan(856259), "residual_add_bf16", Expect { code: 0, geometry: Some(([105, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=856259");
+    check(kg::residual_add::residual_add_bf16::plan(134217728), "residual_add_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=134217728");
+    check(kg::residual_add::residual_add_bf16::plan(127), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=127");
+    check(kg::residual_add::residual_add_bf16::plan(33554436), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=33554436");
+    check(kg::residual_add::residual_add_bf16::plan(8192), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=8192");
+    check(kg::residual_add::residual_add_bf16::plan(262145), "residual_add_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=262145");
+    check(kg::residual_add::residual_add_bf16::plan(129), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=129");
+    check(kg::residual_add::residual_add_bf16::plan(2), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=2");
+    check(kg::residual_add::residual_add_bf16::plan(16777216), "residual_add_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=16777216");
+    check(kg::residual_add::residual_add_bf16::plan(32), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=32");
+    check(kg::residual_add::residual_add_bf16::plan(536870913), "residual_add_bf16", Expect { code: 0, geometry: Some(([65537, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=536870913");
+    check(kg::residual_add::residual_add_bf16::plan(16384), "residual_add_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=16384");
+    check(kg::residual_add::residual_add_bf16::plan(4095), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4095");
+    check(kg::residual_add::residual_add_bf16::plan(1073741825), "residual_add_bf16", Expect { code: 0, geometry: Some(([131073, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=1073741825");
+    check(kg::residual_add::residual_add_bf16::plan(4194303), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=4194303");
+    check(kg::residual_add::residual_add_bf16::plan(67108863), "residual_add_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=67108863");
+    check(kg::residual_add::residual_add_bf16::plan(31), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=31");
+    check(kg::residual_add::residual_add_bf16::plan(0), "residual_add_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with n=0");
+    check(kg::residual_add::residual_add_bf16::plan(1), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with n=1");
 }
 
 #[test]

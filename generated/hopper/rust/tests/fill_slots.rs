@@ -33,6 +33,7 @@ struct Expect {
     code: i32,
     geometry: Option<([i64; 3], [i64; 3], i64)>,
     variant: Option<i32>,
+    cluster: Option<Option<[i64; 3]>>,
 }
 
 fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
@@ -42,6 +43,9 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
     }
     if let Some(variant) = e.variant {
         assert_eq!(plan.variant, variant, "{}", case);
+    }
+    if let Some(cluster) = e.cluster {
+        assert_eq!(plan.cluster, cluster, "{}", case);
     }
 }
 
@@ -60,58 +64,58 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn fill_slots_plan_matches_spec() {
     let _g = guard();
-    check(kg::fill_slots::fill_slots::plan(0, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::fill_slots::fill_slots::plan(1000, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=1, start=1000");
-    check(kg::fill_slots::fill_slots::plan(4093, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=8192, start=4093");
-    check(kg::fill_slots::fill_slots::plan(3, 8192, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1048576, count=8192, start=3");
-    check(kg::fill_slots::fill_slots::plan(536870912, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=8192, start=536870912");
-    check(kg::fill_slots::fill_slots::plan(0, 9, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=9");
-    check(kg::fill_slots::fill_slots::plan(100, 4095, 256), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=4095, start=100");
-    check(kg::fill_slots::fill_slots::plan(4093, 1073741823, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=1073741823, start=4093");
-    check(kg::fill_slots::fill_slots::plan(4093, 8192, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2097153, count=8192, start=4093");
-    check(kg::fill_slots::fill_slots::plan(4093, 8192, 8193), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=8193, count=8192, start=4093");
-    check(kg::fill_slots::fill_slots::plan(1000, 134217727, 65536), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=65536, count=134217727, start=1000");
-    check(kg::fill_slots::fill_slots::plan(4093, 8192, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=0, count=8192, start=4093");
-    check(kg::fill_slots::fill_slots::plan(128, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with start=128");
-    check(kg::fill_slots::fill_slots::plan(0, 536870911, 536870913), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=536870913, count=536870911");
-    check(kg::fill_slots::fill_slots::plan(1000, 129, 33554432), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=33554432, count=129, start=1000");
-    check(kg::fill_slots::fill_slots::plan(0, 536870911, 1073741823), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1073741823, count=536870911");
-    check(kg::fill_slots::fill_slots::plan(0, 524288, 1000000000), "fill_slots", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1000000000, count=524288");
-    check(kg::fill_slots::fill_slots::plan(2147483647, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=8192, start=2147483647");
-    check(kg::fill_slots::fill_slots::plan(4093, 4, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=8193, count=4, start=4093");
-    check(kg::fill_slots::fill_slots::plan(8191, 8193, 16), "fill_slots", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=8193, start=8191");
-    check(kg::fill_slots::fill_slots::plan(16385, 1, 8388608), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=8388608, count=1, start=16385");
-    check(kg::fill_slots::fill_slots::plan(0, 512, 4), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=4");
-    check(kg::fill_slots::fill_slots::plan(0, 524289, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([257, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2097153, count=524289");
-    check(kg::fill_slots::fill_slots::plan(0, 65535, 2147483649), "fill_slots", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2147483649, count=65535");
-    check(kg::fill_slots::fill_slots::plan(524287, 4096, 16), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=4096, start=524287");
-    check(kg::fill_slots::fill_slots::plan(67108864, 63, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=63, start=67108864");
-    check(kg::fill_slots::fill_slots::plan(2097151, 513, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=513, start=2097151");
-    check(kg::fill_slots::fill_slots::plan(1000, 1, 32), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=32, count=1, start=1000");
-    check(kg::fill_slots::fill_slots::plan(4093, 8192, 16777215), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=16777215, count=8192, start=4093");
-    check(kg::fill_slots::fill_slots::plan(511, 1, 15), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=15, count=1, start=511");
-    check(kg::fill_slots::fill_slots::plan(0, 33554432, 16777217), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=16777217, count=33554432");
-    check(kg::fill_slots::fill_slots::plan(0, 512, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1048576");
-    check(kg::fill_slots::fill_slots::plan(1000, 1, 31), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=31, count=1, start=1000");
-    check(kg::fill_slots::fill_slots::plan(4093, 17, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=17, start=4093");
-    check(kg::fill_slots::fill_slots::plan(0, 511, 524289), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=524289, count=511");
-    check(kg::fill_slots::fill_slots::plan(8388608, 262143, 16), "fill_slots", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=262143, start=8388608");
-    check(kg::fill_slots::fill_slots::plan(1000000000, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=8192, start=1000000000");
-    check(kg::fill_slots::fill_slots::plan(0, 4, 268435455), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=268435455, count=4");
-    check(kg::fill_slots::fill_slots::plan(8193, 131073, 16), "fill_slots", Expect { code: 0, geometry: Some(([65, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=131073, start=8193");
-    check(kg::fill_slots::fill_slots::plan(4294967295, 8192, 256), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=256, count=8192, start=4294967295");
-    check(kg::fill_slots::fill_slots::plan(4093, 33554431, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=33554431, start=4093");
-    check(kg::fill_slots::fill_slots::plan(33554433, 127, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=256, count=127, start=33554433");
-    check(kg::fill_slots::fill_slots::plan(65537, 1, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=8193, count=1, start=65537");
-    check(kg::fill_slots::fill_slots::plan(0, 512, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with block_size=0");
-    check(kg::fill_slots::fill_slots::plan(0, 512, 1), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=1");
-    check(kg::fill_slots::fill_slots::plan(0, 512, 2), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with block_size=2");
-    check(kg::fill_slots::fill_slots::plan(0, 0, 16), "fill_slots", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with count=0");
-    check(kg::fill_slots::fill_slots::plan(0, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=1");
-    check(kg::fill_slots::fill_slots::plan(0, 2, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with count=2");
-    check(kg::fill_slots::fill_slots::plan(4294966783, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with start=4294966783");
-    check(kg::fill_slots::fill_slots::plan(4294966784, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with start=4294966784");
-    check(kg::fill_slots::fill_slots::plan(4294966785, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with start=4294966785");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(3, 8192, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=1048576, count=8192, start=3");
+    check(kg::fill_slots::fill_slots::plan(536870912, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=8192, start=536870912");
+    check(kg::fill_slots::fill_slots::plan(0, 9, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=9");
+    check(kg::fill_slots::fill_slots::plan(100, 4095, 256), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=4095, start=100");
+    check(kg::fill_slots::fill_slots::plan(4093, 1073741823, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=1073741823, start=4093");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=2097153, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 8193), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=8193, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(1000, 134217727, 65536), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=65536, count=134217727, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with block_size=0, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(128, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with start=128");
+    check(kg::fill_slots::fill_slots::plan(0, 536870911, 536870913), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=536870913, count=536870911");
+    check(kg::fill_slots::fill_slots::plan(1000, 129, 33554432), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=33554432, count=129, start=1000");
+    check(kg::fill_slots::fill_slots::plan(0, 536870911, 1073741823), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=1073741823, count=536870911");
+    check(kg::fill_slots::fill_slots::plan(0, 524288, 1000000000), "fill_slots", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=1000000000, count=524288");
+    check(kg::fill_slots::fill_slots::plan(2147483647, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=8192, start=2147483647");
+    check(kg::fill_slots::fill_slots::plan(4093, 4, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=8193, count=4, start=4093");
+    check(kg::fill_slots::fill_slots::plan(8191, 8193, 16), "fill_slots", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=8193, start=8191");
+    check(kg::fill_slots::fill_slots::plan(16385, 1, 8388608), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=8388608, count=1, start=16385");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 4), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=4");
+    check(kg::fill_slots::fill_slots::plan(0, 524289, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([257, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=2097153, count=524289");
+    check(kg::fill_slots::fill_slots::plan(0, 65535, 2147483649), "fill_slots", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=2147483649, count=65535");
+    check(kg::fill_slots::fill_slots::plan(524287, 4096, 16), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=4096, start=524287");
+    check(kg::fill_slots::fill_slots::plan(67108864, 63, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=63, start=67108864");
+    check(kg::fill_slots::fill_slots::plan(2097151, 513, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=513, start=2097151");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 32), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=32, count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 16777215), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=16777215, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(511, 1, 15), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=15, count=1, start=511");
+    check(kg::fill_slots::fill_slots::plan(0, 33554432, 16777217), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=16777217, count=33554432");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=1048576");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 31), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=31, count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 17, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=17, start=4093");
+    check(kg::fill_slots::fill_slots::plan(0, 511, 524289), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=524289, count=511");
+    check(kg::fill_slots::fill_slots::plan(8388608, 262143, 16), "fill_slots", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=262143, start=8388608");
+    check(kg::fill_slots::fill_slots::plan(1000000000, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=8192, start=1000000000");
+    check(kg::fill_slots::fill_slots::plan(0, 4, 268435455), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=268435455, count=4");
+    check(kg::fill_slots::fill_slots::plan(8193, 131073, 16), "fill_slots", Expect { code: 0, geometry: Some(([65, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=131073, start=8193");
+    check(kg::fill_slots::fill_slots::plan(4294967295, 8192, 256), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with block_size=256, count=8192, start=4294967295");
+    check(kg::fill_slots::fill_slots::plan(4093, 33554431, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=33554431, start=4093");
+    check(kg::fill_slots::fill_slots::plan(33554433, 127, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=256, count=127, start=33554433");
+    check(kg::fill_slots::fill_slots::plan(65537, 1, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=8193, count=1, start=65537");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with block_size=0");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 1), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=1");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 2), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with block_size=2");
+    check(kg::fill_slots::fill_slots::plan(0, 0, 16), "fill_slots", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with count=0");
+    check(kg::fill_slots::fill_slots::plan(0, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=1");
+    check(kg::fill_slots::fill_slots::plan(0, 2, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with count=2");
+    check(kg::fill_slots::fill_slots::plan(4294966783, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with start=4294966783");
+    check(kg::fill_slots::fill_slots::plan(4294966784, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with start=4294966784");
+    check(kg::fill_slots::fill_slots::plan(4294966785, 512, 16), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with start=4294966785");
 }
 
 #[test]

@@ -33,6 +33,7 @@ struct Expect {
     code: i32,
     geometry: Option<([i64; 3], [i64; 3], i64)>,
     variant: Option<i32>,
+    cluster: Option<Option<[i64; 3]>>,
 }
 
 fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
@@ -42,6 +43,9 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
     }
     if let Some(variant) = e.variant {
         assert_eq!(plan.variant, variant, "{}", case);
+    }
+    if let Some(cluster) = e.cluster {
+        assert_eq!(plan.cluster, cluster, "{}", case);
     }
 }
 
@@ -60,62 +64,62 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn rms_norm_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1024, rows=8192");
-    check(kg::rms_norm::rms_norm_bf16::plan(524288, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=2147483648, rows=524288");
-    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=16777217, rows=2147483649");
-    check(kg::rms_norm::rms_norm_bf16::plan(536870912, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=536870912");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1048575");
-    check(kg::rms_norm::rms_norm_bf16::plan(4, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=7, rows=4");
-    check(kg::rms_norm::rms_norm_bf16::plan(8192, 8388609), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=8388609, rows=8192");
-    check(kg::rms_norm::rms_norm_bf16::plan(16384, 16777216), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=16777216, rows=16384");
-    check(kg::rms_norm::rms_norm_bf16::plan(8192, 16384), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=16384, rows=8192");
-    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1031), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1031, rows=4194303");
-    check(kg::rms_norm::rms_norm_bf16::plan(262144, 4194305), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=4194305, rows=262144");
-    check(kg::rms_norm::rms_norm_bf16::plan(15, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([15, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=15");
-    check(kg::rms_norm::rms_norm_bf16::plan(4194305, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1024, rows=4194305");
-    check(kg::rms_norm::rms_norm_bf16::plan(128, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=128");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 134217729), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=134217729, rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(4, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 2147483649), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2147483649, rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=16777217");
-    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1048575, rows=8192");
-    check(kg::rms_norm::rms_norm_bf16::plan(8192, 33554432), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=33554432, rows=8192");
-    check(kg::rms_norm::rms_norm_bf16::plan(131073, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1, rows=131073");
-    check(kg::rms_norm::rms_norm_bf16::plan(4097, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097");
-    check(kg::rms_norm::rms_norm_bf16::plan(3, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=3");
-    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 67108865), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=67108865, rows=8388607");
-    check(kg::rms_norm::rms_norm_bf16::plan(2047, 2097153), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2097153, rows=2047");
-    check(kg::rms_norm::rms_norm_bf16::plan(33, 17), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=17, rows=33");
-    check(kg::rms_norm::rms_norm_bf16::plan(7, 63), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=63, rows=7");
-    check(kg::rms_norm::rms_norm_bf16::plan(67108863, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=7, rows=67108863");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=2147483648");
-    check(kg::rms_norm::rms_norm_bf16::plan(512, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1024, rows=512");
-    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388607, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=8388607");
-    check(kg::rms_norm::rms_norm_bf16::plan(16384, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8192, rows=16384");
-    check(kg::rms_norm::rms_norm_bf16::plan(1023, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1023, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1023");
-    check(kg::rms_norm::rms_norm_bf16::plan(134217729, 134217728), "rms_norm_bf16", Expect { code: 0, geometry: Some(([134217729, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=134217728, rows=134217729");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 16777215), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=16777215, rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194303, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1024, rows=4194303");
-    check(kg::rms_norm::rms_norm_bf16::plan(2048, 256), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=256, rows=2048");
-    check(kg::rms_norm::rms_norm_bf16::plan(8388609, 64), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388609, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=64, rows=8388609");
-    check(kg::rms_norm::rms_norm_bf16::plan(16384, 262144), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=262144, rows=16384");
-    check(kg::rms_norm::rms_norm_bf16::plan(268435457, 1025), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1025, rows=268435457");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 1000), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=1000, rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 0), "rms_norm_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=0");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 2), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=2");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=7");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 8), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "the first example with hidden=8");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 9), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=9");
-    check(kg::rms_norm::rms_norm_bf16::plan(64, 10), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with hidden=10");
-    check(kg::rms_norm::rms_norm_bf16::plan(0, 4096), "rms_norm_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
-    check(kg::rms_norm::rms_norm_bf16::plan(1, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
-    check(kg::rms_norm::rms_norm_bf16::plan(2, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
-    check(kg::rms_norm::rms_norm_bf16::plan(2147483647, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2147483647, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483647");
-    check(kg::rms_norm::rms_norm_bf16::plan(2147483648, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483648");
-    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2147483649");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=1024, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(524288, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=2147483648, rows=524288");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=16777217, rows=2147483649");
+    check(kg::rms_norm::rms_norm_bf16::plan(536870912, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=536870912");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1048575");
+    check(kg::rms_norm::rms_norm_bf16::plan(4, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=7, rows=4");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 8388609), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=8388609, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 16777216), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=16777216, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 16384), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=16384, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1031), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1031, rows=4194303");
+    check(kg::rms_norm::rms_norm_bf16::plan(262144, 4194305), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=4194305, rows=262144");
+    check(kg::rms_norm::rms_norm_bf16::plan(15, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([15, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=15");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194305, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=1024, rows=4194305");
+    check(kg::rms_norm::rms_norm_bf16::plan(128, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=128");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 134217729), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=134217729, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(4, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=4");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 2147483649), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=2147483649, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=16777217");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1048575, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 33554432), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=33554432, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(131073, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1, rows=131073");
+    check(kg::rms_norm::rms_norm_bf16::plan(4097, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=4097");
+    check(kg::rms_norm::rms_norm_bf16::plan(3, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=3");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 67108865), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=67108865, rows=8388607");
+    check(kg::rms_norm::rms_norm_bf16::plan(2047, 2097153), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=2097153, rows=2047");
+    check(kg::rms_norm::rms_norm_bf16::plan(33, 17), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=17, rows=33");
+    check(kg::rms_norm::rms_norm_bf16::plan(7, 63), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=63, rows=7");
+    check(kg::rms_norm::rms_norm_bf16::plan(67108863, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=7, rows=67108863");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=2147483648");
+    check(kg::rms_norm::rms_norm_bf16::plan(512, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=1024, rows=512");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388607, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=8388607");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8192, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(1023, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1023, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=1023");
+    check(kg::rms_norm::rms_norm_bf16::plan(134217729, 134217728), "rms_norm_bf16", Expect { code: 0, geometry: Some(([134217729, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=134217728, rows=134217729");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 16777215), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=16777215, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194303, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=1024, rows=4194303");
+    check(kg::rms_norm::rms_norm_bf16::plan(2048, 256), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=256, rows=2048");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388609, 64), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388609, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=64, rows=8388609");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 262144), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=262144, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(268435457, 1025), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1025, rows=268435457");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 1000), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=1000, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 0), "rms_norm_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=0");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 2), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=2");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=7");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 8), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with hidden=8");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 9), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=9");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 10), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with hidden=10");
+    check(kg::rms_norm::rms_norm_bf16::plan(0, 4096), "rms_norm_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with rows=0");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(2, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=2");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483647, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2147483647, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=2147483647");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483648, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483648");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 4096), "rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [128, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=2147483649");
 }
 
 #[test]

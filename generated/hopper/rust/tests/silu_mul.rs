@@ -33,6 +33,7 @@ struct Expect {
     code: i32,
     geometry: Option<([i64; 3], [i64; 3], i64)>,
     variant: Option<i32>,
+    cluster: Option<Option<[i64; 3]>>,
 }
 
 fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
@@ -42,6 +43,9 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
     }
     if let Some(variant) = e.variant {
         assert_eq!(plan.variant, variant, "{}", case);
+    }
+    if let Some(cluster) = e.cluster {
+        assert_eq!(plan.cluster, cluster, "{}", case);
     }
 }
 
@@ -60,60 +64,60 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn silu_mul_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([224, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::silu_mul::silu_mul_bf16::plan(1, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=11008, rows=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(4096, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([18944, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=18944, rows=4096");
-    check(kg::silu_mul::silu_mul_bf16::plan(4096, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=8193, rows=4096");
-    check(kg::silu_mul::silu_mul_bf16::plan(524287, 5), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=5, rows=524287");
-    check(kg::silu_mul::silu_mul_bf16::plan(1048576, 4), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=4, rows=1048576");
-    check(kg::silu_mul::silu_mul_bf16::plan(262145, 536870912), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([34359869440, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=536870912, rows=262145");
-    check(kg::silu_mul::silu_mul_bf16::plan(127, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([445, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=127");
-    check(kg::silu_mul::silu_mul_bf16::plan(524289, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=268435455, rows=524289");
-    check(kg::silu_mul::silu_mul_bf16::plan(32767, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([151548, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=18944, rows=32767");
-    check(kg::silu_mul::silu_mul_bf16::plan(4096, 63), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=63, rows=4096");
-    check(kg::silu_mul::silu_mul_bf16::plan(512, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=9, rows=512");
-    check(kg::silu_mul::silu_mul_bf16::plan(131073, 16777217), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=16777217, rows=131073");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 32769), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=32769");
-    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([721420291, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=11008, rows=268435457");
-    check(kg::silu_mul::silu_mul_bf16::plan(536870913, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048196, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=536870913");
-    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=8193, rows=268435457");
-    check(kg::silu_mul::silu_mul_bf16::plan(65536, 65535), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=65535, rows=65536");
-    check(kg::silu_mul::silu_mul_bf16::plan(4095, 8388609), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=8388609, rows=4095");
-    check(kg::silu_mul::silu_mul_bf16::plan(1, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=1048576, rows=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=1048576");
-    check(kg::silu_mul::silu_mul_bf16::plan(65536, 131072), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=131072, rows=65536");
-    check(kg::silu_mul::silu_mul_bf16::plan(1000000000, 1073741824), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([262144000000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=1073741824, rows=1000000000");
-    check(kg::silu_mul::silu_mul_bf16::plan(65535, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([176126, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=11008, rows=65535");
-    check(kg::silu_mul::silu_mul_bf16::plan(128, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=268435455, rows=128");
-    check(kg::silu_mul::silu_mul_bf16::plan(1048575, 1048575), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=1048575, rows=1048575");
-    check(kg::silu_mul::silu_mul_bf16::plan(536870912, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=536870912");
-    check(kg::silu_mul::silu_mul_bf16::plan(524288, 8388607), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=8388607, rows=524288");
-    check(kg::silu_mul::silu_mul_bf16::plan(2047, 1023), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=1023, rows=2047");
-    check(kg::silu_mul::silu_mul_bf16::plan(67108863, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([234881021, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=67108863");
-    check(kg::silu_mul::silu_mul_bf16::plan(1025, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4741, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=18944, rows=1025");
-    check(kg::silu_mul::silu_mul_bf16::plan(8388607, 16383), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=16383, rows=8388607");
-    check(kg::silu_mul::silu_mul_bf16::plan(31, 513), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=513, rows=31");
-    check(kg::silu_mul::silu_mul_bf16::plan(1, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=1, rows=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(1, 4194303), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=4194303, rows=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(1000000, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=2, rows=1000000");
-    check(kg::silu_mul::silu_mul_bf16::plan(16777217, 4097), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=4097, rows=16777217");
-    check(kg::silu_mul::silu_mul_bf16::plan(7, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=18944, rows=7");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 524287), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=524287");
-    check(kg::silu_mul::silu_mul_bf16::plan(7, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([19, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=11008, rows=7");
-    check(kg::silu_mul::silu_mul_bf16::plan(4096, 64), "silu_mul_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=64, rows=4096");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 0), "silu_mul_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=0");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=2");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 7), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=7");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 8), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with inter=8");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=9");
-    check(kg::silu_mul::silu_mul_bf16::plan(64, 10), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with inter=10");
-    check(kg::silu_mul::silu_mul_bf16::plan(0, 14336), "silu_mul_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0");
-    check(kg::silu_mul::silu_mul_bf16::plan(1, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1");
-    check(kg::silu_mul::silu_mul_bf16::plan(2, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
-    check(kg::silu_mul::silu_mul_bf16::plan(613566756, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2147483646, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566756");
-    check(kg::silu_mul::silu_mul_bf16::plan(613566757, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483650, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566757");
-    check(kg::silu_mul::silu_mul_bf16::plan(613566758, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483653, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=613566758");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([224, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=11008, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([18944, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=18944, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=8193, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(524287, 5), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=5, rows=524287");
+    check(kg::silu_mul::silu_mul_bf16::plan(1048576, 4), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=4, rows=1048576");
+    check(kg::silu_mul::silu_mul_bf16::plan(262145, 536870912), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([34359869440, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with inter=536870912, rows=262145");
+    check(kg::silu_mul::silu_mul_bf16::plan(127, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([445, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=127");
+    check(kg::silu_mul::silu_mul_bf16::plan(524289, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=268435455, rows=524289");
+    check(kg::silu_mul::silu_mul_bf16::plan(32767, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([151548, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=18944, rows=32767");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 63), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=63, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(512, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=9, rows=512");
+    check(kg::silu_mul::silu_mul_bf16::plan(131073, 16777217), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=16777217, rows=131073");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 32769), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=32769");
+    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([721420291, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=11008, rows=268435457");
+    check(kg::silu_mul::silu_mul_bf16::plan(536870913, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048196, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=536870913");
+    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=8193, rows=268435457");
+    check(kg::silu_mul::silu_mul_bf16::plan(65536, 65535), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=65535, rows=65536");
+    check(kg::silu_mul::silu_mul_bf16::plan(4095, 8388609), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=8388609, rows=4095");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=1048576, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=1048576");
+    check(kg::silu_mul::silu_mul_bf16::plan(65536, 131072), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=131072, rows=65536");
+    check(kg::silu_mul::silu_mul_bf16::plan(1000000000, 1073741824), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([262144000000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with inter=1073741824, rows=1000000000");
+    check(kg::silu_mul::silu_mul_bf16::plan(65535, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([176126, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=11008, rows=65535");
+    check(kg::silu_mul::silu_mul_bf16::plan(128, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=268435455, rows=128");
+    check(kg::silu_mul::silu_mul_bf16::plan(1048575, 1048575), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=1048575, rows=1048575");
+    check(kg::silu_mul::silu_mul_bf16::plan(536870912, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048192, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=536870912");
+    check(kg::silu_mul::silu_mul_bf16::plan(524288, 8388607), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=8388607, rows=524288");
+    check(kg::silu_mul::silu_mul_bf16::plan(2047, 1023), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=1023, rows=2047");
+    check(kg::silu_mul::silu_mul_bf16::plan(67108863, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([234881021, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=67108863");
+    check(kg::silu_mul::silu_mul_bf16::plan(1025, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4741, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=18944, rows=1025");
+    check(kg::silu_mul::silu_mul_bf16::plan(8388607, 16383), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=16383, rows=8388607");
+    check(kg::silu_mul::silu_mul_bf16::plan(31, 513), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=513, rows=31");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=1, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 4194303), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=4194303, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(1000000, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=2, rows=1000000");
+    check(kg::silu_mul::silu_mul_bf16::plan(16777217, 4097), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=4097, rows=16777217");
+    check(kg::silu_mul::silu_mul_bf16::plan(7, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=18944, rows=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 524287), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=524287");
+    check(kg::silu_mul::silu_mul_bf16::plan(7, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([19, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=11008, rows=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 64), "silu_mul_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=64, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 0), "silu_mul_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=0");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=2");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 7), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 8), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with inter=8");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=9");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 10), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with inter=10");
+    check(kg::silu_mul::silu_mul_bf16::plan(0, 14336), "silu_mul_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1), cluster: None }, "the first example with rows=0");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(2, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=2");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566756, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2147483646, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: Some(None) }, "the first example with rows=613566756");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566757, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483650, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=613566757");
+    check(kg::silu_mul::silu_mul_bf16::plan(613566758, 14336), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([2147483653, 1, 1], [256, 1, 1], 0)), variant: Some(-1), cluster: None }, "the first example with rows=613566758");
 }
 
 #[test]
