@@ -561,8 +561,9 @@ def unreachable_members(catalog: Catalog) -> list[str]:
     examples, clause flips and boundaries, and every other member's) on any target the member is
     built for: a member before it launches each of them, so the chain never reaches it (a
     specialised kernel listed after a general one). Not reported where that earlier member can be
-    turned off alone (a kill switch of another module: the member is then its fallback), nor for
-    chains that pick their members by element type."""
+    turned off alone (a kill switch of another module: the member is then its fallback) or reads
+    device values (the tests plan with the target's table; another GPU may make it decline), nor
+    for chains that pick their members by element type."""
     out = []
     for m in catalog.modules:
         for fb in m.fallbacks:
@@ -592,8 +593,8 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                 if j in reached or j not in blocked or not any(t.name in k.targets for t in catalog.targets):
                     continue
                 i, target, example = blocked[j]
-                first = kernels[i][0]
-                if first.kill_switch and first.kill_switch != owner.kill_switch:
+                first, k_first = kernels[i]
+                if (first.kill_switch and first.kill_switch != owner.kill_switch) or k_first.uses_device:
                     continue
                 shown = ", ".join(f"{n}={v}" for n, v in example.items())
                 ref = fb.members[j]

@@ -48,6 +48,16 @@ def test_a_general_member_with_its_own_kill_switch_is_not_reported(tmp_path: Pat
     assert "demo.scale is launched for none" in text and "other.plain before it" in text, text
 
 
+def test_a_general_member_reading_device_values_is_not_reported(tmp_path: Path) -> None:
+    """Its plan reads the device (planned here with the target's table): on another GPU it may
+    decline, and the chain reach the next member."""
+    head, plain = TWO.split("  plain:\n")
+    spec = head + "  plain:\n" + plain.replace("grid: [div_ceil(n, THREADS), 1, 1]",
+                                              "grid: [min(div_ceil(n, THREADS), device.sm_count * 8), 1, 1]")
+    assert "device.sm_count" in spec
+    assert unreachable_members(load_catalog(project(tmp_path, "[plain, scale]", spec))) == []
+
+
 def test_generate_prints_the_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = project(tmp_path, "[plain, scale]")
     assert cli.main(["--root", str(root), "generate"]) == 0
