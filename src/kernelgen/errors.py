@@ -48,9 +48,10 @@ class SpecError(KernelgenError):
 
 
 class SpecErrors(SpecError):
-    """Several specs are invalid: one :class:`SpecError` for each spec file that has one (the
-    first found in that file; later ones in a file are often its consequences), in file order.
-    Its own ``loc``, ``field``, ``message`` and ``hint`` are the first error's."""
+    """Several specs are invalid: the first :class:`SpecError` of each kernel, or of each spec file
+    where its module's own entries are wrong (later errors of one kernel or entry are often its
+    consequences), in file order. Its own ``loc``, ``field``, ``message`` and ``hint`` are the
+    first error's."""
 
     SHOWN = 50  # errors listed in the message; the rest are counted
 

@@ -967,7 +967,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = spec_files(spec_dir, root)
-    # Every spec file is loaded, and the first error of each reported together (SpecErrors).
+    # Every spec file is loaded, and their errors reported together (SpecErrors).
     errors: list[SpecError] = []
     modules = []
     for path in paths:
@@ -1174,25 +1174,42 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
         target_names = [t.name for t in targets]
         effective: dict[str, YMap] = {}  # each kernel's entries after 'extends'
         owner: dict[str, tuple[str, SourceLoc]] = {}  # launcher name -> what defines it, where
+        # The first error of each kernel (an instantiated one: of all its instances), reported
+        # together before the module's own checks, which need every kernel.
+        errors: dict[str, SpecError] = {}
         for key, value in kn.items:
-            kname = _ident(ctx, key.loc, key.value, "kernel name")
-            with ctx.at(kname):
-                value = _extend(ctx, value, effective, kname)
-                effective[kname] = value
-                if "instantiate" not in value.keys():
+            try:
+                kname = _ident(ctx, key.loc, key.value, "kernel name")
+                with ctx.at(kname):
+                    value = _extend(ctx, value, effective, kname)
+                    effective[kname] = value
+                    if "instantiate" not in value.keys():
+                        _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
+                        kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
+                        continue
+                    instances, dispatch = _instances(ctx, name, kname, key.loc, value, constants, target_names,
+                                                     targets)
                     _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
-                    kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
-                    continue
-                instances, dispatch = _instances(ctx, name, kname, key.loc, value, constants, target_names, targets)
-                _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
-                for k in instances:
-                    _claim(ctx, owner, k.name, f"instantiation '{k.name}' of '{kname}'", dispatch.loc)
-                kernels.extend(instances)
-                dispatches.append(dispatch)
-        checked = [_check_sources(ctx, k) for k in kernels]
-        kernels = [k for k, _ in checked]
-        for k, bounded_by in checked:
-            _check_launch_bounds(ctx, k, constants, bounded_by)
+                    for k in instances:
+                        _claim(ctx, owner, k.name, f"instantiation '{k.name}' of '{kname}'", dispatch.loc)
+                    kernels.extend(instances)
+                    dispatches.append(dispatch)
+            except SpecError as exc:
+                errors.setdefault(str(key.value), exc)
+        checked = []
+        for k in kernels:
+            spec_name = k.instance_of or k.name
+            if spec_name in errors:
+                continue
+            try:
+                k, bounded_by = _check_sources(ctx, k)
+                _check_launch_bounds(ctx, k, constants, bounded_by)
+                checked.append(k)
+            except SpecError as exc:
+                errors.setdefault(spec_name, exc)
+        order = {str(key.value): i for i, (key, _) in enumerate(kn.items)}
+        raise_collected([errors[n] for n in sorted(errors, key=lambda n: order.get(n, len(order)))])
+        kernels = checked
     names = {k.name for k in kernels} | {d.name for d in dispatches}
     for c in constants:
         if c in names:

@@ -114,3 +114,23 @@ def test_command_line_prints_each_error_then_the_count(tmp_path: Path, capsys: p
         assert err[0].startswith("kernelgen: error: specs/b_grid.yaml:14: kernels.scale.grid[0]: undefined name"), err
         assert err[1].startswith("kernelgen: error: specs/c_type.yaml:"), err
         assert err[2:] == ["kernelgen: 2 errors in 2 spec files"], err
+
+
+def test_each_kernel_of_a_file_reports_its_first_error(tmp_path: Path) -> None:
+    """Kernels of one module are read one by one: the first error of each (its entries, then its
+    checks against the sources) is reported, in the spec's order; a good kernel between them is
+    not."""
+    kernel = GOOD[GOOD.index("  scale:\n"):]
+    spec = (GOOD.replace("div_ceil(n, THREADS)", "div_ceil(nn, THREADS)")  # 'scale': an undefined name
+            + kernel.replace("  scale:\n", "  fine:\n    symbol: scale\n", 1)
+            + kernel.replace("  scale:\n", "  missing:\n    symbol: no_such_kernel\n", 1)  # not in the sources
+            + kernel.replace("  scale:\n", "  typed:\n    symbol: scale\n", 1).replace("out: f32*", "out: f33*"))
+    root = write_project(tmp_path, spec)
+    (root / "kernels" / "demo.cu").write_text(
+        "__global__ void scale(const float* x, float* out, unsigned n, float alpha) {}\n")
+    err = catalog_error(root)
+    assert isinstance(err, SpecErrors)
+    assert [e.field for e in err.errors] == ["kernels.scale.grid[0]", "kernels.missing.symbol",
+                                             "kernels.typed.args.out"], err
+    assert "no_such_kernel" in err.errors[1].message, err.errors[1]
+    assert str(err).splitlines()[-1] == "3 errors in 1 spec file"
