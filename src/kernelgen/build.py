@@ -644,22 +644,25 @@ def _overloaded(symbol: str, generated: str, root: Path) -> bool:
     return len({" ".join(d.params.split()) for d in spelled}) > 1
 
 
-def _failed_steps_output(lines: list[str]) -> list[str]:
-    """What the failed ninja steps printed, without their command lines: ninja prints
-    ``FAILED: <outputs>``, the command, then the command's output."""
-    out: list[str] = []
-    state = None  # None: outside a failed step; "command": the next line is its command; "output"
+def _failed_step_blocks(lines: list[str]) -> list[list[str]]:
+    """Each failed ninja step's lines (``FAILED: <outputs>``, its command, its output), in order."""
+    blocks: list[list[str]] = []
+    inside = False
     for ln in lines:
         if ln.startswith("FAILED: "):
-            state = "command"
-        elif state == "command":
-            state = "output"
-        elif state == "output":
-            if _PROGRESS.match(ln) or ln.startswith("ninja: "):
-                state = None
-            else:
-                out.append(ln)
-    return out
+            blocks.append([ln])
+            inside = True
+        elif inside and (_PROGRESS.match(ln) or ln.startswith("ninja: ")):
+            inside = False
+        elif inside:
+            blocks[-1].append(ln)
+    return blocks
+
+
+def _failed_steps_output(lines: list[str]) -> list[str]:
+    """What the failed ninja steps printed, without their command lines: ninja prints
+    ``FAILED: <outputs>``, the command, then the command's output (:func:`_failed_step_blocks`)."""
+    return [ln for block in _failed_step_blocks(lines) for ln in block[2:]]
 
 
 # A module's object as the linker names it: compiled (src/<module>.cu.o), or with its hidden
@@ -939,21 +942,6 @@ def _override_notes(lines: list[str], root: Path) -> list[str]:
 
 # Failed steps explained one by one in a build's error; the others are counted.
 MAX_FAILED_STEPS = 8
-
-
-def _failed_step_blocks(lines: list[str]) -> list[list[str]]:
-    """Each failed ninja step's lines (``FAILED: <outputs>``, its command, its output), in order."""
-    blocks: list[list[str]] = []
-    inside = False
-    for ln in lines:
-        if ln.startswith("FAILED: "):
-            blocks.append([ln])
-            inside = True
-        elif inside and (_PROGRESS.match(ln) or ln.startswith("ninja: ")):
-            inside = False
-        elif inside:
-            blocks[-1].append(ln)
-    return blocks
 
 
 def _explain_failure(lines: list[str], root: Path | None = None, project: Path | None = None) -> str:

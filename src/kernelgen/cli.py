@@ -29,7 +29,7 @@ from pathlib import Path
 from kernelgen import __version__
 from kernelgen.emit import render_catalog
 from kernelgen.emit.base import unused_templates
-from kernelgen.errors import KernelgenError, SpecError, SpecErrors
+from kernelgen.errors import KernelgenError, SpecError, SpecErrors, closest
 from kernelgen.loader import load_catalog
 from kernelgen.model import Catalog, Target
 from kernelgen.wording import count
@@ -347,15 +347,13 @@ def _axis_value(v: str | int) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    import difflib
-
     catalog = load_catalog(args.root)
     _warn_unused_templates(args.root)
     names = [m.name for m in catalog.modules]
     for wanted in args.module:
         if wanted not in names:
-            close = difflib.get_close_matches(wanted, sorted(names), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = closest(wanted, names)
+            hint = f"; did you mean {close!r}?" if close else ""
             raise KernelgenError(f"no module {wanted!r}{hint} ({count(len(names), 'module')}: kernelgen list "
                                  "without names shows them all)")
     print("targets: " + ", ".join(f"{t.name} ({t.arch}, {t.sm_label})" for t in catalog.targets))

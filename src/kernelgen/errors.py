@@ -107,11 +107,17 @@ class BuildError(KernelgenError):
     """CMake or the compiler failed."""
 
 
+def closest(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str | None:
+    """The valid choice closest to ``word``, if one is close."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
     """A hint naming the closest valid choice, or listing the valid ones."""
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    close = closest(word, choices)
     if close:
-        return f"did you mean '{close[0]}'?"
+        return f"did you mean '{close}'?"
     return "expected one of: " + ", ".join(sorted(choices)) if choices else ""
 
 

@@ -16,7 +16,7 @@ import posixpath
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +44,7 @@ from kernelgen.model import (
     Target,
     TensorMap,
     Variants,
+    chain_arguments,
     cluster_size_default,
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
@@ -1299,38 +1300,32 @@ def _check_arg_limits(ctx: _Ctx, f: Mapping[str, YNode], args: Sequence[Arg], ho
                             "pass large structs through a device pointer to them")
 
 
+def _laid_out(items: Iterable[tuple[int, int]]) -> int:
+    """Bytes of (size, alignment) items placed one after the other, each at its alignment."""
+    n = 0
+    for size, align in items:
+        n = -(-n // align) * align + size
+    return n
+
+
 def launcher_struct_bytes(args: Sequence[Arg]) -> int:
     """Bytes the struct arguments of a launcher taking ``args`` fill in the runtime's buffer, in
     order, each at its alignment (a stateless struct is no argument of the launcher)."""
-    n = 0
-    for a in args:
-        if a.struct is not None and not a.implicit:
-            n = -(-n // a.struct.align) * a.struct.align + a.struct.size
-    return n
+    return _laid_out((a.struct.size, a.struct.align) for a in args if a.struct is not None and not a.implicit)
 
 
 def param_bytes(args: Sequence[Arg], tensor_maps: int) -> int:
     """Bytes of a kernel's parameters as CUDA lays them out: its kernel arguments in order (a
     pointer 8 bytes, a scalar its size, a struct its size, each at its alignment), then
     ``tensor_maps`` CUtensorMap parameters."""
-    n = 0
-
-    def put(size: int, align: int) -> None:
-        nonlocal n
-        n = -(-n // align) * align + size
-    for a in args:
-        if a.host:
-            continue
+    def param(a: Arg) -> tuple[int, int]:
         if a.struct is not None:
-            put(a.struct.size, a.struct.align)
-        elif a.scalar is not None:
-            size = max(1, a.scalar.bits // 8)
-            put(size, size)
-        else:
-            put(8, 8)
-    for _ in range(tensor_maps):
-        put(TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)
-    return n
+            return a.struct.size, a.struct.align
+        size = max(1, a.scalar.bits // 8) if a.scalar is not None else 8
+        return size, size
+
+    return _laid_out([*(param(a) for a in args if not a.host),
+                      *[(TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN)] * tensor_maps])
 
 
 def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: str, loc: SourceLoc) -> None:
@@ -3481,27 +3476,22 @@ def check_fallbacks(catalog: Catalog) -> None:
 
 
 def _check_union_limits(catalog: Catalog, fb: Fallback) -> None:
-    """A chain's or dispatcher's launcher, which takes the union of its members' arguments (kernel
-    arguments first, then host arguments, as lower.lower_chain orders them), stays within the
-    bindings' limits on arguments and struct bytes."""
-    union: dict[str, Arg] = {}
+    """A chain's or dispatcher's launcher, which takes the union of its members' arguments
+    (model.chain_arguments), stays within the bindings' limits on arguments and struct bytes."""
+    kernels = []
     for ref in fb.members:
         owner = catalog.module(ref.module)
         k = owner.kernel(ref.kernel) if owner is not None else None
         assert k is not None
-        for a in k.all_args:
-            if a.implicit:
-                continue
-            if a.name not in union or (union[a.name].host and not a.host):
-                union[a.name] = a
+        kernels.append(k)
+    union = chain_arguments(kernels)
     what, where = (f"dispatcher '{fb.name}' of the instances", f"kernels.{fb.name}") if fb.dispatch else (
         f"chain '{fb.name}'", f"fallbacks.{fb.name}")
     if len(union) > MAX_LAUNCHER_ARGS:
         raise SpecError(fb.loc, where, f"the {what} takes the union of its members' arguments, {len(union)} "
                                        f"arguments; a launcher takes at most {MAX_LAUNCHER_ARGS}",
                         "give the members the same names for the same values, or split the chain")
-    ordered = [a for a in union.values() if not a.host] + [a for a in union.values() if a.host]
-    n = launcher_struct_bytes(ordered)
+    n = launcher_struct_bytes(list(union.values()))
     if n > MAX_LAUNCHER_STRUCT_BYTES:
         raise SpecError(fb.loc, where, f"the {what} takes the union of its members' arguments, struct arguments "
                                        f"of {n} bytes; a launcher takes at most {MAX_LAUNCHER_STRUCT_BYTES}",

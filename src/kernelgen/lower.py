@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, plan
 from kernelgen.cases import boundary_cases, expected_plan, launch_check_cases, search_cases, u64_in_expressions
-from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap
+from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap, chain_arguments
 from kernelgen.types import ELEM_TYPES, SCALARS, ElemType, ScalarType
 
 
@@ -375,7 +375,6 @@ def _replace(lk: LKernel, **kw: object) -> LKernel:
 
 
 def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) -> LChain:
-    seen: dict[str, Arg] = {}
     members = []
     member_args = []
     member_int = []
@@ -397,16 +396,8 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
                 slots.append((n, a.name))
                 n += 1
         member_sizes.append(tuple(slots))
-        for a in k.all_args:
-            if a.implicit:
-                continue
-            if a.name not in seen:
-                seen[a.name] = a
-            elif seen[a.name].host and not a.host:
-                seen[a.name] = a  # a kernel argument anywhere makes it positional
-    kernel_names = [n for n, a in seen.items() if not a.host]
-    host_names = [n for n, a in seen.items() if a.host]
-    order_pos = kernel_names + host_names
+    seen = chain_arguments(k for _, k in kernels)  # kernel arguments, then host ones
+    order_pos = list(seen)
     size_of: dict[str, int] = {}
     for slots in member_sizes:
         for _, name in slots:
@@ -567,14 +558,14 @@ def unreachable_members(catalog: Catalog) -> list[str]:
     out = []
     for m in catalog.modules:
         for fb in m.fallbacks:
+            chains = [(target, lower_chain(catalog, m, fb, target)) for target in catalog.targets]
+            if not chains or chains[0][1].keys:
+                continue
+            kernels = chain_kernels(catalog, chains[0][1])
+            firsts = [dict(k.examples[0]) for _, k in kernels]  # each member's first example
             reached: set[int] = set()
             blocked: dict[int, tuple[int, Target, dict[str, int]]] = {}  # member -> (earlier member, where)
-            kernels: list[tuple[Module, Kernel]] = []
-            for target in catalog.targets:
-                lc = lower_chain(catalog, m, fb, target)
-                if lc.keys:
-                    break
-                kernels = chain_kernels(catalog, lc)
+            for target, lc in chains:
                 for case in lc.cases:
                     env = dict(case)
                     for i, (owner, k) in enumerate(kernels):
@@ -583,10 +574,9 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                         c = expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
                         if c == 0:
                             reached.add(i)
-                            for j, (_, later) in enumerate(kernels[i + 1:], i + 1):
-                                mine = dict(later.examples[0])
-                                if all(env.get(n) == v for n, v in mine.items() if n in env):
-                                    blocked.setdefault(j, (i, target, mine))
+                            for j in range(i + 1, len(kernels)):
+                                if all(env.get(n) == v for n, v in firsts[j].items() if n in env):
+                                    blocked.setdefault(j, (i, target, firsts[j]))
                         if c <= 0 and not plan.falls_through(c):
                             break
             for j, (owner, k) in enumerate(kernels):

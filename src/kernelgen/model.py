@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kernelgen.errors import SourceLoc
@@ -375,6 +376,22 @@ class Module:
             if d.name == name:
                 return d
         return None
+
+
+def chain_arguments(kernels: Iterable[Kernel]) -> dict[str, Arg]:
+    """The arguments of a chain's or dispatcher's launcher: the union of its members' by name (a
+    stateless functor, which each member's launcher passes itself, left out), each as the first
+    member taking it as a kernel argument gives it (a kernel argument anywhere is positional), else
+    as the first member gives it; kernel arguments first, then host arguments, each in first-seen
+    order."""
+    seen: dict[str, Arg] = {}
+    for k in kernels:
+        for a in k.all_args:
+            if a.implicit:
+                continue
+            if a.name not in seen or (seen[a.name].host and not a.host):
+                seen[a.name] = a
+    return {n: a for host in (False, True) for n, a in seen.items() if a.host == host}
 
 
 def cluster_size_default(compute_capability: tuple[int, int]) -> int:

@@ -539,9 +539,7 @@ def expect(
     if launch is None:
         launch = geometry.launch if isinstance(geometry, Geometry) else LaunchChecks()
     st = pyexpr.Status()
-    full = dict(env)
-    for name in u64:
-        full[name] = pyexpr.from_u64(st, full[name])
+    full = _signed(st, env, u64)
     blocks_per_sm = 0
     if device is not None:
         full.update(device_env(device))
@@ -570,11 +568,9 @@ def expect(
         # fit: that error is the outcome (kg::check_geometry_occupancy)
         outcome = block_code(block, int(smem), *limits) or outcome
     if outcome == LAUNCHED and (launch.max_threads or launch.cluster is not None or launch.cooperative):
-        cluster = launch.cluster
-        if callable(cluster):
-            cluster = tuple(int(c) for c in cluster(st, full))
-            if st.code:
-                return code(E_EXPR, st.code, True), NO_GEOMETRY, NO_GEOMETRY, None
+        cluster = _cluster(launch.cluster, st, full)
+        if st.code:
+            return code(E_EXPR, st.code, True), NO_GEOMETRY, NO_GEOMETRY, None
         table = device if device is not None else {"max_cluster_size": 8, "sm_count": 1}
         outcome = launch_code(grid, block, cluster, launch, blocks_per_sm, table)
     return outcome, grid, block, int(smem)
@@ -586,14 +582,25 @@ def expect_cluster(
 ) -> tuple[int, int, int] | None:
     """The plan's ``cluster`` where it launches: the spec's cluster, or its ``launch.cluster``
     evaluated for ``env`` (None without one, or when evaluating fails)."""
-    if cluster is None or not callable(cluster):
-        return cluster
     st = pyexpr.Status()
+    out = _cluster(cluster, st, _signed(st, env, u64))
+    return None if st.code else out
+
+
+def _signed(st: pyexpr.Status, env: Mapping[str, int], u64: Iterable[str]) -> dict[str, int]:
+    """``env`` with its u64 arguments as the plan reads them (signed 64-bit; an overflow in ``st``)."""
     full = dict(env)
     for name in u64:
         full[name] = pyexpr.from_u64(st, full[name])
+    return full
+
+
+def _cluster(cluster, st: pyexpr.Status, full: Mapping[str, int]):
+    """A kernel's cluster: the spec's (or None), or a launch-time one evaluated for ``full``."""
+    if not callable(cluster):
+        return cluster
     x, y, z = (int(c) for c in cluster(st, full))
-    return None if st.code else (x, y, z)
+    return (x, y, z)
 
 
 def codes_header() -> dict[str, object]:

@@ -146,25 +146,36 @@ def _key(entry: str, base: Path | None = None) -> str:
         return entry
 
 
+def _listed(text: str, base: Path) -> set[str]:
+    """The folders a ``.pth`` file in ``base`` lists (its text ``text``), as :func:`_key` gives them."""
+    return {_key(line, base) for line in _pth_lines(text)}
+
+
+def _pth_files(folder: Path) -> list[tuple[Path, set[str]]]:
+    """The ``.pth`` files of ``folder`` in the order ``site`` reads them, each with the folders it
+    lists (an unreadable one left out)."""
+    out = []
+    for other in sorted(folder.glob("*.pth")) if folder.is_dir() else []:
+        try:
+            out.append((other, _listed(other.read_text(encoding="utf-8"), folder)))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return out
+
+
 def _path_with(prefix: Path | None, pth: Path, old: str | None) -> list[str]:
     """``sys.path`` as a Python started now would have it with ``pth`` listing ``prefix`` (None:
     without ``pth``): the folders the file listed when this process started (``old``) go, and
     ``prefix`` takes their place, or the place ``site`` gives the file's folders (after those of the
     ``.pth`` files sorted before it in its folder, before those sorted after it)."""
-    dropped = {_key(line, pth.parent) for line in _pth_lines(old or "")}
+    dropped = _listed(old or "", pth.parent)
     path = list(sys.path)
     at = [i for i, entry in enumerate(path) if _key(entry) in dropped]
     if at:
         where = at[0]
         path = [entry for entry in path if _key(entry) not in dropped]
     else:
-        later: set[str] = set()
-        for other in sorted(pth.parent.glob("*.pth")) if pth.parent.is_dir() else []:
-            if other.name > pth.name:
-                try:
-                    later |= {_key(line, other.parent) for line in _pth_lines(other.read_text(encoding="utf-8"))}
-                except (OSError, UnicodeDecodeError):
-                    continue
+        later = {f for other, folders in _pth_files(pth.parent) if other.name > pth.name for f in folders}
         where = next((i for i, entry in enumerate(path) if _key(entry) in later), len(path))
     if prefix is not None:
         path.insert(where, str(prefix))
@@ -207,12 +218,8 @@ def _source_of(found: Path, how: str, pth: Path) -> tuple[str, str]:
         return " (on PYTHONPATH)", f"remove {folder} from PYTHONPATH"
     sites = {pth.parent, Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"])}
     for site in sorted(sites):
-        for other in sorted(site.glob("*.pth")) if site.is_dir() else []:
-            try:
-                lines = _pth_lines(other.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                continue
-            if str(folder) in {_key(line, site) for line in lines}:
+        for other, folders in _pth_files(site):
+            if str(folder) in folders:
                 if other.name.startswith("_kernelgen_"):
                     return (f" (listed in {other}, kernelgen's for the build in {folder})",
                             f"remove {other} (kernelgen unlink in the project built there)")
@@ -335,7 +342,7 @@ def _still_found(package: str, removed: dict[Path, str], kept: Path | None) -> s
     """What ``import <package>`` finds once the ``.pth`` files ``removed`` (with their texts) are
     gone, where it finds a copy still ("" where none, or only the copy the ``kept`` file lists,
     which the message names already)."""
-    dropped = {_key(line, p.parent) for p, text in removed.items() for line in _pth_lines(text)}
+    dropped = {f for p, text in removed.items() for f in _listed(text, p.parent)}
     found, how = _found_at(package, [e for e in sys.path if _key(e) not in dropped])
     if not found:
         return ""

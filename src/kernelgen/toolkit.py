@@ -54,7 +54,7 @@ LINKED_LIBRARIES = ("libcudadevrt.a", "libcudart_static.a")
 
 def pip_install_wheels(python: str | None = None, upgrade: bool = False, installer: str = "-m pip") -> str:
     """The command that installs the CUDA wheels (:data:`CUDA_WHEELS`) into ``python``'s environment
-    (this one's by default; ``installer=""`` and ``python="uv pip"``: that tool's command), for messages."""
+    (this one's by default; ``python="uv", installer="pip"``: uv's command), for messages."""
     head = [shlex.quote(python or sys.executable), *installer.split()]
     return " ".join([*head, "install", *(["--upgrade"] if upgrade else []), *(shlex.quote(w) for w in CUDA_WHEELS)])
 
