@@ -130,6 +130,10 @@ class _Ctx:
         self.include_dirs: list[str] = []  # the module's, the targets' and the project's include folders
         self.declared: _Declared | None = None  # what the sources declare (read once, when a symbol is checked)
         self.symbols_checked: set[str] = set()
+        self.args_over: dict[str, str] = {}  # kernel -> the kernel it extends, where it gives args of its own
+        # The kernel being read: argument names of the kernel it extends that its own args or host_args
+        # (which replace the inherited ones whole) leave out -> (that kernel, the key).
+        self.dropped: dict[str, tuple[str, str]] = {}
 
     def constant(self, name: str) -> str:
         """``a module constant (line 3)``: what a name clashing with constant ``name`` clashes with."""
@@ -1182,6 +1186,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
             try:
                 kname = _ident(ctx, key.loc, key.value, "kernel name")
                 with ctx.at(kname):
+                    ctx.dropped = _dropped_arguments(ctx, value, effective, kname)
                     value = _extend(ctx, value, effective, kname)
                     effective[kname] = value
                     if "instantiate" not in value.keys():
@@ -1197,6 +1202,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
                     dispatches.append(dispatch)
             except SpecError as exc:
                 errors.setdefault(str(key.value), exc)
+        ctx.dropped = {}
         checked = []
         for k in kernels:
             spec_name = k.instance_of or k.name
@@ -1335,6 +1341,32 @@ def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: 
         raise ctx.error(loc, f"{what} is named '{name}', which is also the name of {other} (line {where.line})",
                         "rename one of them, or give 'instance_name' a pattern that avoids it")
     owner[name] = (what, loc)
+
+
+def _dropped_arguments(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str) -> dict[str, tuple[str, str]]:
+    """For a kernel that extends another and gives ``args`` or ``host_args`` of its own (which
+    replace the inherited ones whole): the inherited argument names it leaves out, each with
+    the kernel it extends and the key; records the kernel in ``ctx.args_over`` where it gives
+    ``args``. Empty for any other kernel."""
+    if not isinstance(node, YMap):
+        return {}
+    own = dict(zip(node.keys(), node.items))
+    base_node = own.get("extends", (None, None))[1]
+    if not isinstance(base_node, YScalar) or not isinstance(base_node.value, str) or base_node.value not in effective:
+        return {}
+    base = base_node.value
+    if "args" in own:
+        ctx.args_over[name] = base
+    inherited = dict(zip(effective[base].keys(), effective[base].items))
+    out: dict[str, tuple[str, str]] = {}
+    for key in ("args", "host_args"):
+        if key not in own or key not in inherited:
+            continue
+        mine, theirs = own[key][1], inherited[key][1]
+        kept = set(mine.keys()) if isinstance(mine, YMap) else set()
+        if isinstance(theirs, YMap):
+            out.update({str(n): (base, key) for n in theirs.keys() if n not in kept})
+    return out
 
 
 def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str = "") -> YMap:
@@ -1828,8 +1860,20 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         if text.count("(") != text.count(")"):
             hint = "inside [ ] quote expressions that contain commas: 'div_ceil(q_len, 128)'"
         undefined = re.fullmatch(r"undefined name '(\w+)'", exc.message)
+        hint = (undefined and _dropped_hint(ctx, undefined.group(1))) or hint
         raise ctx.error(node.loc, exc.message, (undefined and _source_name_hint(ctx, undefined.group(1))) or hint
                         ) from None
+
+
+def _dropped_hint(ctx: _Ctx, name: str) -> str | None:
+    """For a name that the kernel being read lacks because its own ``args`` (or ``host_args``)
+    replaced those of the kernel it extends: says so. None otherwise."""
+    if name not in ctx.dropped:
+        return None
+    base, key = ctx.dropped[name]
+    return (f"'{name}' is in the {key} of '{base}', which this kernel extends, but this kernel's own {key} "
+            "replace those whole (extends does not merge mappings): list every argument, or give this kernel "
+            "the entries that use it")
 
 
 def _source_name_hint(ctx: _Ctx, name: str) -> str | None:
@@ -2966,6 +3010,10 @@ def _check_params(ctx: _Ctx, k: Kernel, sym: str, decls: list[kernel_source.Decl
                     "{array: <pointer argument>, dims: [...], box: [...]}), which the launcher encodes for each "
                     "launch and passes after the args, in that order")
         others = " (nor does any other of its declarations)" if len({len(ps or ()) for ps in lists}) > 1 else ""
+        base = ctx.args_over.get(k.instance_of or k.name)
+        if base is not None:
+            hint += (f"; this kernel's args replace those of '{base}', which it extends, whole "
+                     "(extends does not merge mappings): list every argument")
         with ctx.at("args"):
             raise ctx.error(
                 k.loc, f"the __global__ declaration of '{sym}' at {d.where} takes "
@@ -3111,7 +3159,8 @@ def _examples(
                 if not (isinstance(value, YScalar) and type(value.value) is int):  # an integer: its range below
                     raise ctx.error(value.loc, f"'{k}' is a bool; expected true, false, 0 or 1, got {_kind(value)}")
             if k not in int_names:
-                raise ctx.error(key.loc, f"'{k}' is not an integer argument", did_you_mean(k, int_names))
+                raise ctx.error(key.loc, f"'{k}' is not an integer argument",
+                                _dropped_hint(ctx, k) or did_you_mean(k, int_names))
             with ctx.at(k):
                 out[k] = _int(ctx, value, -(1 << 63), (1 << 64) - 1)
         return out

@@ -24,7 +24,9 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 
 _INT = re.compile(r"-?(0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]+([eE][-+]?[0-9]+)?")
+# A decimal point, and an exponent only with its sign: YAML 1.1 reads 1e3 and 1.0e3 as strings.
+_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]+([eE][-+][0-9]+)?")
+_FLOATISH = re.compile(r"[-+]?[0-9_]*\.?[0-9_]*[eE][-+]?[0-9]+|[-+]?[0-9][0-9_]*\.[0-9_]*|[-+]?\.[0-9].*")
 _YAML11_BOOL = re.compile(r"(yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE)")
 _NUMBERISH = re.compile(
     r"[-+]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?"
@@ -242,6 +244,13 @@ def _scalar(loc: SourceLoc, raw: str, style: str | None, field: str = "") -> YSc
         raise SpecError(
             loc, field, f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
             f"write true or false, or quote it for a string: '{raw}'",
+        )
+    if _NUMBERISH.fullmatch(raw) and _FLOATISH.fullmatch(raw):
+        raise SpecError(
+            loc, field,
+            f"'{raw}' is not written as a plain decimal number (YAML 1.1 and 1.2 read such forms differently)",
+            "write digits, a decimal point with a digit on each side, and an exponent only with its sign "
+            "(0.000001, 1.0e-6, 1000.0, 1.0e+3), or quote it for a string",
         )
     if _NUMBERISH.fullmatch(raw):
         raise SpecError(

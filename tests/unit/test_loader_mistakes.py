@@ -177,6 +177,19 @@ BAD = [
     ("extends without a symbol", SPEC + "  add2:\n    extends: add\n    symbol: null\n", 12,
      "kernels.add2.symbol: the kernel gives no 'symbol', so it launches its own name, 'add2', which is not a "
      "__global__ function of kernels/m.cu"),
+    ("extends with args of its own", SPEC + "  add2:\n    extends: add\n    args: {x: const f32*, out: f32*}\n"
+     "    grid: [1, 1, 1]\n    examples: [{}]\n", 12,
+     "but the spec gives 2 (const f32* x, f32* out) (make the spec's args list the kernel's parameters, in order, "
+     "with the same types; this kernel's args replace those of 'add', which it extends, whole (extends does not "
+     "merge mappings): list every argument)"),
+    ("extends with args that leave an example's name out", SPEC + "  add2:\n    extends: add\n"
+     "    args: {x: const f32*, out: f32*}\n    grid: [1, 1, 1]\n", 11,
+     "kernels.add2.examples[0]: 'n' is not an integer argument ('n' is in the args of 'add', which this kernel "
+     "extends,"),
+    ("extends with args that leave a name out", SPEC + "  add2:\n    extends: add\n    args: {x: const f32*}\n", 9,
+     "kernels.add2.grid[0]: undefined name 'n' ('n' is in the args of 'add', which this kernel extends, but this "
+     "kernel's own args replace those whole (extends does not merge mappings): list every argument, or give this "
+     "kernel the entries that use it)"),
     ("yaml list not closed", sub("block: [256, 1, 1]", "block: [256, 1, 1"), 11,
      "YAML syntax error: did not find expected ',' or ']', in the list opened by '[' at line 10, column 12 "
      "(close it with ']')"),
