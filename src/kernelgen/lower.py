@@ -550,47 +550,93 @@ def chain_kernels(catalog: Catalog, c: LChain) -> list[tuple[Module, Kernel]]:
 def unreachable_members(catalog: Catalog) -> list[str]:
     """Warnings for fallback-chain members that no argument set of the chain's tests launches (its
     examples, clause flips and boundaries, and every other member's) on any target the member is
-    built for: a member before it launches each of them, so the chain never reaches it (a
-    specialised kernel listed after a general one). Not reported where that earlier member can be
-    turned off alone (a kill switch of another module: the member is then its fallback) or reads
-    device values (the tests plan with the target's table; another GPU may make it decline), nor
-    for chains that pick their members by element type."""
+    built for: earlier members launch each argument set the member would take, so the chain
+    never reaches it (a specialised kernel listed after a general one). A chain that picks its
+    members by element type is checked per element-type combination, over the members that take
+    it. Not reported where one of those earlier members can be turned off alone (a kill switch of
+    another module: the member is then its fallback) or reads device values (the tests plan with
+    the target's table; another GPU may make it decline)."""
     out = []
     for m in catalog.modules:
-        for fb in m.fallbacks:
+        for fb in m.dispatches + m.fallbacks:
             chains = [(target, lower_chain(catalog, m, fb, target)) for target in catalog.targets]
-            if not chains or chains[0][1].keys:
+            if not chains:
                 continue
+            keys = chains[0][1].keys
             kernels = chain_kernels(catalog, chains[0][1])
-            firsts = [dict(k.examples[0]) for _, k in kernels]  # each member's first example
-            reached: set[int] = set()
-            blocked: dict[int, tuple[int, Target, dict[str, int]]] = {}  # member -> (earlier member, where)
-            for target, lc in chains:
-                for case in lc.cases:
-                    env = dict(case)
-                    for i, (owner, k) in enumerate(kernels):
-                        if target.name not in k.targets:
-                            continue
-                        c = expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
-                        if c == 0:
-                            reached.add(i)
-                            for j in range(i + 1, len(kernels)):
-                                if all(env.get(n) == v for n, v in firsts[j].items() if n in env):
-                                    blocked.setdefault(j, (i, target, firsts[j]))
-                        if c <= 0 and not plan.falls_through(c):
-                            break
+            # Each member's element types, one a key (0: the member has none of the key's arrays).
+            types = [tuple(key.member_elems[j] for key in keys) for j in range(len(kernels))]
+
+            def takes(i: int, j: int) -> bool:  # member i is tried for the arrays member j takes
+                return all(a in (0, b) for a, b in zip(types[i], types[j]))
+
+            def launches(j: int, target: Target, env: dict[str, int]) -> int:
+                owner, k = kernels[j]
+                return expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
+
             for j, (owner, k) in enumerate(kernels):
-                if j in reached or j not in blocked or not any(t.name in k.targets for t in catalog.targets):
+                built = [(t, lc) for t, lc in chains if t.name in k.targets]
+                earlier = [i for i in range(j) if takes(i, j)]
+                if not built or not earlier:
                     continue
-                i, target, example = blocked[j]
-                first, k_first = kernels[i]
-                if (first.kill_switch and first.kill_switch != owner.kill_switch) or k_first.uses_device:
+                takers: dict[int, None] = {}
+                example = dict(k.examples[0])
+                first: tuple[Target, dict[str, int]] | None = None
+                reached = False
+                for target, lc in built:
+                    for case in lc.cases:
+                        env = dict(case)
+                        if launches(j, target, env) != 0:
+                            continue
+                        taker = None  # the earlier member that launches it; -1: one that ends the chain
+                        for i in earlier:
+                            if target.name not in kernels[i][1].targets:
+                                continue
+                            c = launches(i, target, env)
+                            if c == 0 or (c < 0 and not plan.falls_through(c)):
+                                taker = i if c == 0 else -1
+                                break
+                        if taker is None:
+                            reached = True
+                            break
+                        if taker < 0:
+                            continue
+                        takers.setdefault(taker)
+                        if first is None or (_same(example, env) and not _same(example, first[1])):
+                            first = (target, env)
+                    if reached:
+                        break
+                if reached or first is None:
                     continue
-                shown = ", ".join(f"{n}={v}" for n, v in example.items())
+                if any((kernels[i][0].kill_switch and kernels[i][0].kill_switch != owner.kill_switch)
+                       or kernels[i][1].uses_device for i in takers):
+                    continue
+                target, env = first
+                names = [fb.members[i].qualname for i in takers]
+                who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+                shown = ", ".join(f"{n}={v}" for n, v in (example if _same(example, env) else env).items())
+                which = "its first example, " if _same(example, env) else ""
+                where = ""
+                if keys:
+                    elems = [f"{key.name}: {ELEM_TYPES[e - 1].name}" for key, e in zip(keys, types[j]) if e]
+                    where = f" ({', '.join(elems)})"
                 ref = fb.members[j]
+                verb = "launches" if len(names) == 1 else "launch"
+                if fb.dispatch:
+                    out.append(
+                        f"{fb.loc}: kernels.{fb.name}: the dispatcher {m.name}.{fb.name} launches {ref.qualname} "
+                        f"for none of the argument sets its tests try{where}: {who} before it {verb} each one it "
+                        f"would take (among them {which}{shown}, on {target.name}); it stays callable by its own "
+                        "name, but list the instantiate values that make the more specific kernel first, or "
+                        "narrow applies_if")
+                    continue
                 out.append(
                     f"{ref.loc}: fallbacks.{fb.name}: {ref.qualname} is launched for none of the argument sets "
-                    f"the chain's tests try: {fb.members[i].qualname} before it launches them (its first "
-                    f"example, {shown}, on {target.name} among them), so the chain never reaches it; "
-                    "list the more specific kernel first, or narrow the earlier one's applies_if")
+                    f"the chain's tests try{where}: {who} before it {verb} each one it would take (among them "
+                    f"{which}{shown}, on {target.name}), so the chain never reaches it; list the more specific "
+                    "kernel first, or narrow the earlier one's applies_if")
     return out
+
+
+def _same(example: dict[str, int], env: dict[str, int]) -> bool:
+    return all(env.get(n) == v for n, v in example.items() if n in env)

@@ -80,7 +80,8 @@ def test_dispatching_launcher_plans_by_dtype_and_reports_no_instantiation(built:
         "    m.scaled(1 << 20, 1 << 21, 1000, 2.0)\n"
         "except Exception as e:\n"
         "    print(type(e).__name__, e.argument, 'carries no dtype' in str(e))\n"
-        "print(m.scale_any.plan(n=1000, x='bf16', out='bf16')['kernel'], m.scale_any.plan(n=1001)['kernel'])\n"
+        "print(m.scale_any.plan(n=1000, x='bf16', out='bf16')['kernel'], m.scale_any.plan(n=1001, x='f32', out='f32')['kernel'],"
+        " m.scale_any.plan(n=1001)['kernel'])\n"
         "try:\n"
         "    m.scaled.plan(n=1, T='float')\n"
         "except TypeError as e:\n"
@@ -94,7 +95,7 @@ def test_dispatching_launcher_plans_by_dtype_and_reports_no_instantiation(built:
         "False scaled scaled: not launched: no instantiation for this dtype (T)",
         "False scaled",
         "ArgumentError x True",
-        "scaled_bf16_v4 scaled_f32_v1",
+        "scaled_bf16_v4 scale_f32 scaled_bf16_v1",
         "TypeError True",
     ]
 
