@@ -345,8 +345,10 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
         kernels = [next(k for k in m.kernels if k.name == short)]
     else:
         refs, kernels = members, [kernel_of(catalog, r) for r in members]
-    title = f"{m.name}.{short}" + (f" ({what})" if members is not None else "")
     keys = dtype_keys(chain, kernels)
+    if what == "chain" and keys:
+        what = "chain: the arrays' element types choose among its members"
+    title = f"{m.name}.{short}" + (f" ({what})" if members is not None else "")
     values = convert(raw, kernels, keys, f"{m.name}.{short}", type_axis_of(m, chain, kernels))
     check_names(values, kernels, title)
     combos = sweep(values)
@@ -368,13 +370,13 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
             continue
         print(f"  {t.name} ({t.sm_label}):")
         pick = chain_choice(outs)
+        marks = _marks(keys, outs)
         for i, (r, o) in enumerate(zip(refs, outs)):
             if o is None:
                 taken = ", ".join(f"{key}={elems[i]}" for key, elems in keys.items() if elems[i] is not None)
                 print(f"    {r.qualname:{width}}  (skipped: takes {taken})")
                 continue
-            mark = "   <- runs" if pick == i else "   <- the chain stops here" if pick == -i - 1 else ""
-            print(f"    {r.qualname:{width}}  {o.line()}{mark}")
+            print(f"    {r.qualname:{width}}  {o.line()}{marks.get(i, '')}")
             if o.lets:
                 print(f"    {'':{width}}    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
             if o.sizes:
@@ -387,6 +389,29 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
             print(f"    {'':{width}}  (no member launches{who})")
     print(NOTE)
     return 0
+
+
+def _marks(keys: dict[str, list[str | None]], outs: Sequence[Outcome | None]) -> dict[int, str]:
+    """The members a chain's (or dispatcher's) table marks: the one that runs, or whose error
+    stops the chain. Where dtype keys are left open (their element types differ between the
+    members planned), one for each combination of those types, in member order: ``<- runs for
+    x=f32 arrays``."""
+    open_ = [key for key, elems in keys.items()
+             if len({e for e, o in zip(elems, outs) if o is not None and e is not None}) > 1]
+    combos: dict[tuple[str | None, ...], list[int]] = {}
+    for i, o in enumerate(outs):
+        if o is not None:
+            combos.setdefault(tuple(keys[key][i] for key in open_), []).append(i)
+    marks: dict[int, str] = {}
+    for combo, members in combos.items():
+        pick = chain_choice([o if i in members else None for i, o in enumerate(outs)])
+        if pick is None:
+            continue
+        types = ", ".join(f"{key}={e}" for key, e in zip(open_, combo) if e is not None)
+        where = f" for {types} arrays" if types else ""
+        marks[pick if pick >= 0 else -pick - 1] = (f"   <- runs{where}" if pick >= 0 else
+                                                   f"   <- the chain stops here{where}")
+    return marks
 
 
 def _reasons(refs: Sequence[KernelRef], outs: Sequence[Outcome | None]) -> str:

@@ -49,6 +49,23 @@ def test_a_chain_marks_the_member_that_runs(capsys) -> None:
     assert "gb10" not in out
 
 
+def test_a_chain_by_element_type_marks_the_member_that_runs_for_each(capsys) -> None:
+    """The fixture's scale_any: f32 and bf16 members; n = 6 declines both VEC = 4 instances,
+    so bf16 arrays run scaled_bf16_v1 and f32 arrays scale_f32; x=f32 keeps the f32 members."""
+    root = str(ROOT / "tests" / "fixtures" / "project")
+    assert main(["--root", root, "plan", "fixture_ops.scale_any", "n=6", "-t", "hopper"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("fixture_ops.scale_any (chain: the arrays' element types choose among its "
+                                   "members)  n=6"), out
+    runs = [line.split()[0] + " " + line.split("<- runs")[1].strip() for line in out.splitlines() if "<- runs" in line]
+    assert runs == ["fixture_ops.scaled_bf16_v1 for x=bf16, out=bf16 arrays",
+                    "fixture_ops.scale_f32 for x=f32, out=f32 arrays"], out
+    assert main(["--root", root, "plan", "fixture_ops.scale_any", "n=6", "x=f32", "-t", "hopper"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines() if line.rstrip().endswith("<- runs")] == \
+        ["fixture_ops.scale_f32"], out
+
+
 def test_a_clause_that_decides_is_named(capsys) -> None:
     rc, out, _ = plan(capsys, "rms_norm_bf16", "rows=0", "hidden=4096", "-t", "hopper")
     assert rc == 0 and "not launched: empty work (rows == 0)" in out, out

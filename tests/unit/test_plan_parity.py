@@ -122,6 +122,10 @@ def test_a_dispatcher_takes_an_element_type_and_marks_the_member_that_runs(tmp_p
     runs = [line.split()[0] for line in out.splitlines() if line.rstrip().endswith("<- runs")]
     assert runs == ["demo.typed_bf16"], out
     assert "(skipped: takes T=f32)" in out, out
+    # T left open: the member that runs for each element type
+    rc, out, _ = cli(capsys, root, "demo.typed", "n=5", "-t", "hopper")
+    runs = [line.split()[0] + " " + line.split("<- runs")[1].strip() for line in out.splitlines() if "<- runs" in line]
+    assert runs == ["demo.typed_f32 for T=f32 arrays", "demo.typed_bf16 for T=bf16 arrays"], out
     rc, out, err = cli(capsys, root, "demo.typed", "n=5", "T=bf17")
     assert rc == 2 and "T must name an element type, such as 'f32'; got 'bf17'" in err, err
     rc, out, _ = cli(capsys, root, "demo.typed", "n=5,6", "T=f32", "-t", "hopper")
