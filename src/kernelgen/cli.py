@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import shlex
 import sys
@@ -368,6 +369,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {k.name}  targets: {', '.join(k.targets)}{dev}")
         for d in m.dispatches:
             axes = ", ".join(f"{a.name}: [{', '.join(_axis_value(v) for v in a.values)}]" for a in d.axes)
+            if len(d.members) < math.prod(len(a.values) for a in d.axes):  # combinations listed one by one
+                instances = {k.name: k for k in m.kernels}
+                axes = "; ".join(", ".join(f"{n}: {_axis_value(v)}" for n, v in instances[r.kernel].axis_values)
+                                 for r in d.members)
             print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import errno
 import functools
+import itertools
 import json
 import keyword
 import math
@@ -1409,30 +1410,96 @@ def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str = "
     return YMap(node.loc, tuple(items.values()))
 
 
-def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[Axis]:
-    node = _filled(ctx, node, YMap, "a mapping of axis names to lists of values",
-                   "e.g. {T: [f32, bf16], TILE: [64, 128]}")
+def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> tuple[list[Axis], list[tuple]]:
+    """The axes of ``instantiate`` and its combinations of their values, in order: a mapping of
+    axis names to lists of values gives every combination (the first axis outermost); a list of
+    mappings, each giving every axis one value, gives those combinations only."""
+    if isinstance(node, YSeq):
+        return _instantiate_list(ctx, node, constants)
+    node = _filled(ctx, node, YMap, "a mapping of axis names to lists of values, or a list of combinations",
+                   "e.g. {T: [f32, bf16], TILE: [64, 128]}, or [{T: f32, TILE: 64}, {T: bf16, TILE: 128}] for "
+                   "those combinations only")
     axes = []
     for key, value in node.items:
-        name = _ident(ctx, key.loc, key.value, "axis name")
+        name = _axis_name(ctx, key, constants)
         with ctx.at(name):
-            if name in constants:
-                raise ctx.error(key.loc, f"axis '{name}' has the name of a constant (line "
-                                f"{ctx.constant_locs[name].line})", "rename one of them")
             value = _filled(ctx, value, YSeq, "a list of element types, integers, true/false or enumerators",
                             "e.g. T: [f32, bf16] or TILE: [64, 128]", optional=False)
             vals: list[str | int] = []
             for i, item in enumerate(value.items):
                 with ctx.at(f"[{i}]"):
                     v = _axis_value(ctx, item)
-                    if vals and _axis_kind(v) != _axis_kind(vals[0]):
-                        raise ctx.error(item.loc, f"an axis holds one kind of value: this one holds "
-                                        f"{_AXIS_KINDS[_axis_kind(vals[0])]}, not {_axis_text(v, 'spec')}")
+                    _same_axis_kind(ctx, item, v, vals)
                     if any(_axis_text(v, "cpp") == _axis_text(w, "cpp") for w in vals):
                         raise ctx.error(item.loc, f"{_axis_text(v, 'spec')} is listed twice")
                     vals.append(v)
             axes.append(Axis(name, tuple(vals), _axis_kind(vals[0]) == "type", key.loc))
-    return axes
+    return axes, list(itertools.product(*(a.values for a in axes)))
+
+
+def _axis_name(ctx: _Ctx, key: YScalar, constants: Mapping[str, int]) -> str:
+    name = _ident(ctx, key.loc, key.value, "axis name")
+    if name in constants:
+        with ctx.at(name):
+            raise ctx.error(key.loc, f"axis '{name}' has the name of a constant (line "
+                            f"{ctx.constant_locs[name].line})", "rename one of them")
+    return name
+
+
+def _same_axis_kind(ctx: _Ctx, item: YNode, v: str | int, vals: Sequence[str | int]) -> None:
+    if vals and _axis_kind(v) != _axis_kind(vals[0]):
+        raise ctx.error(item.loc, f"an axis holds one kind of value: this one holds "
+                        f"{_AXIS_KINDS[_axis_kind(vals[0])]}, not {_axis_text(v, 'spec')}")
+
+
+def _instantiate_list(ctx: _Ctx, node: YSeq, constants: Mapping[str, int]) -> tuple[list[Axis], list[tuple]]:
+    """``instantiate: [{T: f32, TILE: 64}, {T: bf16, TILE: 128}]``: those combinations, in order;
+    each axis's values are those the combinations give it, in first-seen order."""
+    if not node.items:
+        raise ctx.error(node.loc, "expected at least one combination",
+                        "e.g. [{T: f32, TILE: 64}, {T: bf16, TILE: 128}]")
+    names: list[str] = []
+    locs: dict[str, SourceLoc] = {}
+    values: dict[str, list[str | int]] = {}
+    combos: list[tuple] = []
+    seen: dict[tuple, int] = {}
+    for i, item in enumerate(node.items):
+        with ctx.at(f"[{i}]"):
+            item = _filled(ctx, item, YMap, "a mapping of axis names to one value each",
+                           "e.g. {T: f32, TILE: 64}", optional=False)
+            given = {}
+            for key, value in item.items:
+                name = _axis_name(ctx, key, constants)
+                if i == 0:
+                    names.append(name)
+                    locs[name] = key.loc
+                    values[name] = []
+                elif name not in values:
+                    raise ctx.error(key.loc, f"axis '{name}' is not in the first combination ({', '.join(names)})",
+                                    "every combination gives the same axes")
+                with ctx.at(name):
+                    if isinstance(value, YSeq):
+                        raise ctx.error(value.loc, "a combination gives each axis one value, not a list",
+                                        "list each combination as its own entry, or write instantiate as a "
+                                        "mapping of axes to lists for every combination of them")
+                    v = _axis_value(ctx, value)
+                    _same_axis_kind(ctx, value, v, values[name])
+                given[name] = v
+            missing = [n for n in names if n not in given]
+            if missing:
+                raise ctx.error(item.loc, f"the combination gives no value to axis '{missing[0]}'",
+                                f"every combination gives the same axes ({', '.join(names)})")
+            combo = tuple(given[n] for n in names)
+            key = tuple(_axis_text(v, "cpp") for v in combo)
+            if key in seen:
+                raise ctx.error(item.loc, f"this combination is combination {seen[key]} again", "list it once")
+            seen[key] = i
+            combos.append(combo)
+            for n in names:
+                if all(_axis_text(given[n], "cpp") != _axis_text(w, "cpp") for w in values[n]):
+                    values[n].append(given[n])
+    axes = [Axis(n, tuple(values[n]), _axis_kind(values[n][0]) == "type", locs[n]) for n in names]
+    return axes, combos
 
 
 # A C++ qualified name: an enumerator as a non-type template argument (Act::Relu, ns::Act::Relu).
@@ -1509,11 +1576,9 @@ def _instances(
 ) -> tuple[list[Kernel], Fallback]:
     """The instances of an instantiated kernel, in the matrix's order (the first axis
     outermost), and its dispatching launcher."""
-    import itertools
-
     f = dict(zip(node.keys(), (v for _, v in node.items)))
     with ctx.at("instantiate"):
-        axes = _instantiate(ctx, f["instantiate"], constants)
+        axes, combos = _instantiate(ctx, f["instantiate"], constants)
     for a in axes:
         if not a.is_type and not _axis_used(node, a.name):
             with ctx.at("instantiate"), ctx.at(a.name):
@@ -1521,7 +1586,6 @@ def _instances(
                                 "expression): its instantiations would be the same launcher",
                                 f"write it where the instances differ, e.g. symbol: my_kernel<{{{a.name}}}> or an "
                                 f"expression over {a.name}; or remove the axis")
-    combos = list(itertools.product(*(a.values for a in axes)))
     if len(combos) > MAX_INSTANCES:
         with ctx.at("instantiate"):
             raise ctx.error(f["instantiate"].loc, f"{len(combos)} instantiations; the limit is {MAX_INSTANCES}")

@@ -124,6 +124,9 @@ TEXT = Kind("text", {"type": "string", "maxLength": MAX_TEXT})
 SUMMARY = Kind("text", {"type": "string", "maxLength": MAX_TEXT, "pattern": r"\S",
                         "patternErrorMessage": "the summary is empty"})
 IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
+# One value of an instantiate axis: an element type, an integer, a boolean or an enumerator.
+_AXIS_VALUE = {"anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}, {"type": "boolean"},
+                         {"type": "string", "pattern": r"^(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)+$"}]}
 MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
 SYMBOL = Kind("C++ function name or template-id", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
 ENV_NAME = Kind("environment variable name", {"type": "string", "pattern": _full(ENV_RE)})
@@ -576,17 +579,23 @@ KERNEL = Struct(
               "key. Required keys may then come from the kernel extended.",
               "none"),
         Field("instantiate", Kind("mapping of axis names to lists of element types, integers, booleans or "
-                                  "enumerators", {
-            "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
-            "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {
-                "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}, {"type": "boolean"},
-                          {"type": "string", "pattern": r"^(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)+$"}]}},
+                                  "enumerators, or list of mappings of axis names to one value each", {
+            "anyOf": [
+                {"type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
+                 "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                          "items": _AXIS_VALUE}},
+                {"type": "array", "minItems": 1, "uniqueItems": True, "items": {
+                    "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
+                    "additionalProperties": _AXIS_VALUE}},
+            ],
         }), False,
               "A matrix of instances: each axis lists values of one kind: element types (substituted for `{AXIS}` "
               "in `symbol`, `variants` and argument types, as their C++ spelling), integers (constants of the "
               "instance in every expression, and substituted for `{AXIS}` in `symbol`), booleans (`true` / "
               "`false` in `symbol`, 1 / 0 in expressions) or qualified enumerators such as `Act::Relu` (in "
-              "`symbol` only, for a non-type template parameter). Each instance gets its own launcher; "
+              "`symbol` only, for a non-type template parameter). A list of mappings, each giving every axis one "
+              "value (`[{T: f32, TILE: 64}, {T: bf16, TILE: 128}]`), makes those combinations only, in that "
+              "order. Each instance gets its own launcher; "
               "the kernel's name becomes a dispatching launcher that picks the instance from the arrays' element "
               "types, then the first instance whose plan launches.",
               "none"),

@@ -86,7 +86,45 @@ def test_instance_name_pattern(tmp_path: Path) -> None:
     assert [k.name for k in m.kernels][:2] == ["scale_f32_v4", "scale_f32_v1"]
 
 
+LISTED = "    instantiate:\n      - {T: bf16, VEC: 4}\n      - {VEC: 1, T: f32}\n"
+
+
+def test_a_list_of_combinations_makes_those_instances_only(tmp_path: Path) -> None:
+    """instantiate as a list: the combinations given, in that order (the axes' values in
+    first-seen order), and one dispatcher over them."""
+    (m,) = load(tmp_path, sub("    instantiate:\n      T: [f32, bf16]\n      VEC: [4, 1]\n", LISTED)).modules
+    ks = {k.name: k for k in m.kernels}
+    assert list(ks) == ["scale_bf16_4", "scale_f32_1", "plain"]
+    assert ks["scale_f32_1"].symbol == "scale_kernel<float,1>"
+    assert ks["scale_f32_1"].axis_values == (("T", "f32"), ("VEC", 1))
+    (d,) = m.dispatches
+    assert [r.kernel for r in d.members] == ["scale_bf16_4", "scale_f32_1"]
+    assert [(a.name, a.values) for a in d.axes] == [("T", ("bf16", "f32")), ("VEC", (4, 1))]
+    assert d.type_axes == (("T", ("x", "out")),)
+
+
+def test_kernelgen_list_shows_listed_combinations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelgen.cli import main
+
+    root = write_project(tmp_path, sub("    instantiate:\n      T: [f32, bf16]\n      VEC: [4, 1]\n", LISTED))
+    assert main(["--root", str(root), "list"]) == 0
+    assert "  scale  dispatches (T: bf16, VEC: 4; T: f32, VEC: 1): scale_bf16_4 -> scale_f32_1" in \
+        capsys.readouterr().out
+
+
+_LIST = "    instantiate:\n      T: [f32, bf16]\n      VEC: [4, 1]\n"
 BAD = [
+    ("combination listed twice", sub(_LIST, LISTED + "      - {T: bf16, VEC: 4}\n"), 12,
+     "kernels.scale.instantiate[2]: this combination is combination 0 again"),
+    ("combination without an axis", sub(_LIST, LISTED + "      - {T: bf16}\n"), 12,
+     "the combination gives no value to axis 'VEC'"),
+    ("combination with another axis", sub(_LIST, LISTED + "      - {T: bf16, VEC: 2, W: 3}\n"), 12,
+     "axis 'W' is not in the first combination (T, VEC)"),
+    ("combination giving a list", sub(_LIST, "    instantiate:\n      - {T: [f32, bf16], VEC: 4}\n"), 10,
+     "a combination gives each axis one value, not a list"),
+    ("combination mixing kinds", sub(_LIST, LISTED + "      - {T: bf16, VEC: f32}\n"), 12,
+     "an axis holds one kind of value: this one holds integers, not f32"),
+    ("empty list of combinations", sub(_LIST, "    instantiate: []\n"), 9, "expected at least one combination"),
     ("unknown element type", sub("T: [f32, bf16]", "T: [f32, bfloat16]"), 10, "unknown element type 'bfloat16'"),
     ("mixed axis", sub("VEC: [4, 1]", "VEC: [4, f32]"), 11, "an axis holds one kind of value: this one holds "
      "integers, not f32"),
