@@ -988,6 +988,16 @@ class _Entry:
 
     fixed: dict[str, str]
     axes: list[list[str]]  # per axis (in template order), its values
+    combos: list[tuple[str, ...]] | None = None  # the combinations, where not every one of the axes' values
+
+    def combinations(self) -> list[list[str]]:
+        """The entry's instances' axis values, in order."""
+        if self.combos is not None:
+            return [list(c) for c in self.combos]
+        out: list[list[str]] = [[]]
+        for vals in self.axes:
+            out = [c + [v] for c in out for v in vals]
+        return out
 
 
 @dataclass
@@ -1127,8 +1137,13 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
             if values not in rows:
                 rows.append(values)
         for fixed_items, rows in groups.items():
-            for product in _products(rows):
-                pl.entries.append(_Entry(dict(fixed_items), product))
+            products = _products(rows)
+            if len(products) == 1:
+                pl.entries.append(_Entry(dict(fixed_items), products[0]))
+                continue
+            # not every combination of the values: one kernel listing the combinations
+            axes = [list(dict.fromkeys(r[j] for r in rows)) for j in range(len(pl.axes))]
+            pl.entries.append(_Entry(dict(fixed_items), axes, rows))
     else:
         values = []
         for t in pl.axes:
@@ -1189,10 +1204,7 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
             kernels.append(name)
             patterns.append(pattern)
             every.append(name)
-            combos: list[list[str]] = [[]]
-            for vals in e.axes:
-                combos = [c + [v] for c in combos for v in vals]
-            for c in combos if axes else []:
+            for c in e.combinations() if axes else []:
                 if pattern is None:
                     every.append("_".join([name, *c]))
                 else:
@@ -1459,7 +1471,14 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
             body.append(f"    summary: What {g.name} computes.  # check")
             for n in pl.notes:
                 body.append(f"    # {n}")
-        if pl.axes:
+        if pl.axes and entry.combos is not None:
+            names = [pl.axis_names[t.name] for t in pl.axes]
+            body.append("    instantiate:  # the source's explicit instantiations: these combinations only")
+            for combo in entry.combos:
+                body.append("      - {" + ", ".join(f"{n}: {v}" for n, v in zip(names, combo)) + "}")
+            if pattern is not None:
+                body.append(f"    instance_name: {_yaml_str(pattern)}")
+        elif pl.axes:
             body.append("    instantiate:" + ("  # the source instantiates only these combinations: one kernel each "
                                                "for the others" if i == 0 and len(pl.entries) > 1 else ""))
             for t, vals in zip(pl.axes, entry.axes):

@@ -196,6 +196,12 @@ def test_explicit_instantiations_that_are_no_product(tmp_path: Path) -> None:
     kernels = {k.name for k in catalog.modules[0].kernels}
     assert {"axpy_f32_256", "axpy_bf16_256", "axpy_f16_128"} <= kernels
     assert not {"axpy_f16_256", "axpy_f32_128", "axpy_bf16_128"} & kernels
+    # one kernel listing the combinations, under one dispatcher
+    assert "    instantiate:  # the source's explicit instantiations: these combinations only\n" \
+        "      - {T: f32, BLOCK_SIZE: 256}\n      - {T: f16, BLOCK_SIZE: 128}\n      - {T: bf16, BLOCK_SIZE: 256}\n" \
+        in edge, edge
+    axpy = next(d for d in catalog.modules[0].dispatches if d.name == "axpy")
+    assert [r.kernel for r in axpy.members] == ["axpy_f32_256", "axpy_f16_128", "axpy_bf16_256"]
     assert {"vec_copy_true_f32_4", "vec_copy_false_f32_1"} <= kernels
     assert 'symbol: "vec_copy_kernel<{T}, {kVec}, false>"' in edge
 
