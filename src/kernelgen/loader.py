@@ -135,6 +135,7 @@ class _Ctx:
         # The kernel being read: argument names of the kernel it extends that its own args or host_args
         # (which replace the inherited ones whole) leave out -> (that kernel, the key).
         self.dropped: dict[str, tuple[str, str]] = {}
+        self.source_locs: dict[str, SourceLoc] = {}  # the kernel's host arguments with 'from': where it is
 
     def constant(self, name: str) -> str:
         """``a module constant (line 3)``: what a name clashing with constant ``name`` clashes with."""
@@ -2258,6 +2259,7 @@ def _args(
             size_node = None
             flags: dict[str, tuple[bool, SourceLoc]] = {}
             to_symbol = None
+            source: YNode | None = None
             device = False
             bound: tuple[str, SourceLoc] | None = None
             f = {}
@@ -2279,6 +2281,7 @@ def _args(
                 if "to_symbol" in f:
                     with ctx.at("to_symbol"):
                         to_symbol = _constant_symbol(ctx, f["to_symbol"])
+                source = f.get("from")
             else:
                 type_node = value
             t = _type(ctx, type_node, type_node.loc, axes)
@@ -2322,6 +2325,22 @@ def _args(
                 loc = size_node.loc if size_node is not None else flags[bad][1]
                 raise ctx.error(loc, f"'size', 'contiguous', 'nullable' and 'read_only' apply only to pointers "
                                 f"('{bad}' is given for a scalar)")
+            if source is not None:
+                with ctx.at("from"):
+                    if not host or t.star or struct is not None or not SCALARS[t.base].is_integer:
+                        raise ctx.error(source.loc, "'from' applies to integer host arguments (host_args)",
+                                        "e.g. host_args: {rows: {type: i64, from: p.rows}}")
+                    if to_symbol is not None:
+                        raise ctx.error(source.loc, "'from' and 'to_symbol' do not go together: a value read "
+                                        "from a struct argument is the kernel's already")
+                    text = _str(ctx, source, "a struct argument's field, e.g. p.rows")
+                    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", text):
+                        raise ctx.error(source.loc, f"'{text}' is not a struct argument's field",
+                                        "write the argument and the field, e.g. p.rows (p.window.left for a "
+                                        "nested struct's field)")
+                ctx.source_locs[name] = source.loc
+                out.append((Arg(name, key.loc, scalar=SCALARS[t.base], host=True, source=text), None))
+                continue
             if to_symbol is not None and not host:
                 with ctx.at("to_symbol"):
                     raise ctx.error(f["to_symbol"].loc, "'to_symbol' applies only to host arguments",
@@ -2348,6 +2367,51 @@ def _args(
                 arg = Arg(name, key.loc, scalar=SCALARS[t.base], host=host, to_symbol=to_symbol)
             out.append((arg, size_node))
     return out
+
+
+def _resolve_source(ctx: _Ctx, a: Arg, args: Sequence[tuple[Arg, YNode | None]]) -> Arg:
+    """A host argument with ``from: p.f.g``: its struct argument and fields, checked (a struct
+    argument of the kernel, fields down to an integer scalar of the argument's type)."""
+    loc = ctx.source_locs.get(a.name, a.loc)
+    head, *path = (a.source or "").split(".")
+    with ctx.at("host_args"), ctx.at(a.name), ctx.at("from"):
+        owner = next((b for b, _ in args if b.name == head), None)
+        if owner is None or owner.struct is None:
+            structs = [b.name for b, _ in args if b.struct is not None and not b.implicit]
+            what = "not an argument of the kernel" if owner is None else "not a struct argument"
+            raise ctx.error(loc, f"'{head}' is {what}",
+                            f"'from' reads a field of a struct argument ({', '.join(structs)})"
+                            if structs else "'from' reads a field of a struct argument; the kernel has none")
+        st: Struct | None = owner.struct
+        fields: list[StructField] = []
+        for i, part in enumerate(path):
+            assert st is not None
+            f = next((x for x in st.fields if x.name == part), None)
+            where = ".".join([head, *path[:i]])
+            if f is None:
+                raise ctx.error(loc, f"'{where}' (struct '{st.name}') has no field '{part}'",
+                                did_you_mean(part, [x.name for x in st.fields]))
+            if f.count:
+                raise ctx.error(loc, f"field '{where}.{part}' is an array ({f.count} elements); 'from' reads a "
+                                "scalar field")
+            fields.append(f)
+            st = f.struct
+            if st is None and i < len(path) - 1:
+                raise ctx.error(loc, f"field '{where}.{part}' is a scalar, not a struct: it has no field "
+                                f"'{path[i + 1]}'")
+        last = fields[-1]
+        if last.struct is not None or last.scalar is None:
+            raise ctx.error(loc, f"field '{a.source}' is a struct; 'from' reads an integer field",
+                            f"name one of its fields, e.g. {a.source}.{last.struct.fields[0].name}"
+                            if last.struct is not None and last.struct.fields else "")
+        if not last.scalar.is_integer:
+            raise ctx.error(loc, f"field '{a.source}' is {last.scalar.name}; 'from' reads an integer field "
+                            "(expressions use integers only)")
+        if last.scalar.name != (a.scalar.name if a.scalar else ""):
+            raise ctx.error(loc, f"field '{a.source}' is {last.scalar.name}, but host argument '{a.name}' is "
+                            f"{a.scalar.name if a.scalar else '?'}", f"give '{a.name}' the field's type: "
+                            f"{{type: {last.scalar.name}, from: {a.source}}}")
+    return replace(a, source=head, source_fields=tuple(fields))
 
 
 def _kernel(
@@ -2415,6 +2479,7 @@ def _kernel_entries(
     if "host_args" in f:
         with ctx.at("host_args"):
             raw_host = _args(ctx, f["host_args"], True, taken, axes)
+    raw_host = [(_resolve_source(ctx, a, raw_args), n) if a.source is not None else (a, n) for a, n in raw_host]
     int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
     float_names = {a.name for a, _ in raw_args + raw_host if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
@@ -2461,10 +2526,13 @@ def _kernel_entries(
         owner = access.group(2) if access else None
         if owner in struct_names:
             field = re.match(rf"{owner}\.(\w+)", access.group(1))  # type: ignore[union-attr]
-            return error(f"'{owner}' is a struct argument: expressions cannot read its fields; pass the value as a "
-                         "host argument (host_args)",
-                         f"e.g. host_args: {{{field.group(1)}: u32}}, and the expression reads {field.group(1)}"
-                         if field else "")
+            st = next(a.struct for a, _ in raw_args + raw_host if a.name == owner)
+            f = next((x for x in st.fields if field and x.name == field.group(1)), None) if st else None
+            ty = f.scalar.name if f is not None and f.scalar is not None and not f.count else "u32"
+            return error(f"'{owner}' is a struct argument: expressions cannot read its fields; declare a host "
+                         "argument that the launchers read from the field (host_args, with 'from')",
+                         f"e.g. host_args: {{{field.group(1)}: {{type: {ty}, from: {owner}.{field.group(1)}}}}}, "
+                         f"and the expression reads {field.group(1)}" if field else "")
         if owner in ptr_names:
             return error(e.message, f"'{owner}' is a pointer: pass its sizes as integer arguments "
                          "(e.g. n: u32) and give it a size (size: n)")
@@ -3582,6 +3650,16 @@ def check_fallbacks(catalog: Catalog) -> None:
                                 "type (float types may differ: the chain takes a double), or pointers in both "
                                 "(whose element types and const-ness may differ; "
                                 "void* and pointer arrays must be the same in every member)",
+                            )
+                        if (a.source_text if a.derived else None) != (b.source_text if b.derived else None):
+                            def how(x: Arg, who: str) -> str:
+                                return (f"read from {x.source_text} in {who}" if x.derived
+                                        else f"taken by the launcher in {who}")
+                            raise SpecError(
+                                ref.loc, f"fallbacks.{fb.name}",
+                                f"host argument '{a.name}' is {how(a, ref.qualname)} but {how(b, where)}",
+                                "members of a chain that share a host argument read it from the same struct field "
+                                "('from'), or all take it",
                             )
                     seen.setdefault(a.name, (a, ref.qualname))
         for fb in (*m.fallbacks, *m.dispatches):

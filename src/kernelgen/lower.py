@@ -124,6 +124,12 @@ class CArg:
     def contiguous(self) -> bool:
         return self.arg.is_pointer and self.arg.contiguous
 
+    @property
+    def derived(self) -> bool:
+        """A host integer the launchers read from a struct argument's field (``from``), not a
+        parameter of theirs; plans take it."""
+        return self.arg.derived
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -170,6 +176,7 @@ class LKernel:
     max_threads: int = 0  # __launch_bounds__ maximum, 0: none known
     max_cluster_size: int = 8  # the target's
     tensor_maps: tuple[TensorMap, ...] = ()  # encoded by the launcher, passed after the args
+    derived: tuple[CArg, ...] = ()  # host integers read from struct arguments' fields (not in args)
 
     @property
     def launch_ex(self) -> bool:
@@ -200,6 +207,9 @@ class LKernel:
                        + ", ".join(f"{t.name} (of {t.array})" for t in self.tensor_maps)
                        + "; an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is "
                          "not launched (UNALIGNED).")
+        if self.derived:
+            out.append("Read from struct arguments' fields (not arguments of the launchers; plans take them): "
+                       + ", ".join(f"{a.name} ({a.arg.source_text})" for a in self.derived) + ".")
         if self.max_threads:
             out.append(f"__launch_bounds__: at most {self.max_threads} threads a block.")
         reads = [a for a in self.args if a.device]
@@ -268,6 +278,7 @@ class LChain:
     keys: tuple[LKey, ...] = ()  # empty when every member takes the same pointer types
     member_ptr_args: tuple[tuple[CArg, ...], ...] = ()  # per member: its pointer arguments
     member_type_names: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (key, element type name)
+    derived: tuple[CArg, ...] = ()  # host integers read from struct arguments' fields (not in args)
     # per member: its scalar type of each float argument the chain takes as a double (members differ)
     member_scalars: tuple[dict[str, ScalarType], ...] = ()
 
@@ -314,6 +325,9 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
             kernel_cargs_all.append(c)
         if not a.implicit:  # the launcher passes a stateless struct itself: not an argument of it
             cargs.append(c)
+    int_cargs = tuple(c for c in cargs if c.is_int)
+    derived = tuple(c for c in cargs if c.derived)
+    cargs = [c for c in cargs if not c.derived]  # read from a struct argument: not the launchers' to take
     steps = [Step(st, c.expr) for st, c in plan.steps(k)]
     present = target.name in k.targets
     slot = f"kg_slot_{k.name}"
@@ -334,7 +348,8 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         variant_on=k.variants.on if k.variants else None,
         args=tuple(cargs),
         kernel_args=kernel_cargs,
-        int_args=tuple(c for c in cargs if c.is_int),
+        int_args=int_cargs,
+        derived=derived,
         steps=tuple(steps),
         skip_texts=tuple(c.text for c in k.skip_if),
         applies_texts=tuple(c.text for c in k.applies_if),
@@ -387,7 +402,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         assert k is not None
         kernels.append((owner, k))
         members.append((ref.module, ref.kernel))
-        member_args.append(tuple(a.name for a in k.all_args if not a.implicit))
+        member_args.append(tuple(a.name for a in k.all_args if not a.implicit and not a.derived))
         member_int.append(tuple(a.name for a in k.int_args))
         slots = []
         n = 0
@@ -419,6 +434,9 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         if a.is_pointer and not a.contiguous and any(b.contiguous for _, k in kernels for b in k.args if b.name == n):
             a = replace(a, contiguous=True)
         cargs.append(CArg(a, size_of.get(n, -1)))
+    int_cargs = [c for c in cargs if c.is_int]
+    derived = tuple(c for c in cargs if c.derived)  # (every member that has it reads it from the same field)
+    cargs = [c for c in cargs if not c.derived]
     keys, ptr_args, type_names = _dtype_keys(fb, [k for _, k in kernels], cargs)
     if keys:
         varying = {cargs[i].name for key in keys for i in key.args}
@@ -442,7 +460,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     # launch-check cases (where a device limit makes the chain fall through to the next member),
     # completed with the other members' first examples, so every member gets to decide at least
     # once and every boundary of a member's plan is met in the chain.
-    int_names = [c.name for c in cargs if c.is_int]
+    int_names = [c.name for c in int_cargs]
     base: dict[str, int] = {}
     for _, k in kernels:
         for n, v in k.examples[0]:
@@ -473,7 +491,8 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         member_scalars=member_scalars,
         args=tuple(cargs),
         kernel_args=tuple(c for c in cargs if not c.host),
-        int_args=tuple(c for c in cargs if c.is_int),
+        int_args=tuple(int_cargs),
+        derived=derived,
         nsizes=len(size_of),
         summary=summary,
         cross_modules=tuple(cross),

@@ -110,6 +110,11 @@ class Arg:
     inner_const: bool = False  # pointer arrays: the pointees are const (const f32* const*)
     device: bool = False  # a device scalar: one element the kernel reads from device memory (``elem``)
     bound: str | None = None  # device scalars: the integer argument bounding the value (documentation)
+    # Host integers read from a struct argument's field (``from: p.rows``): that argument, and the
+    # fields from the struct down to the scalar (nested structs first). The launchers do not take
+    # such an argument; plans do.
+    source: str | None = None
+    source_fields: tuple[StructField, ...] = ()
 
     def __post_init__(self) -> None:
         assert [self.scalar, self.elem, self.struct].count(None) == 2, self
@@ -121,6 +126,21 @@ class Arg:
     @property
     def is_struct(self) -> bool:
         return self.struct is not None
+
+    @property
+    def derived(self) -> bool:
+        """A host argument the launchers read from a struct argument's field (``from``)."""
+        return self.source is not None
+
+    @property
+    def source_text(self) -> str:
+        """``p.window.left``: where a derived argument's value comes from."""
+        return ".".join([self.source or "", *(f.name for f in self.source_fields)])
+
+    @property
+    def source_offset(self) -> int:
+        """The byte offset of a derived argument's field in its struct argument (C layout)."""
+        return sum(f.offset for f in self.source_fields)
 
     @property
     def implicit(self) -> bool:

@@ -332,6 +332,13 @@ ARGUMENT = Struct(
               "launch stream before each launch, so a kernel's flag, counter or workspace starts from zero; "
               "capturable in CUDA graphs.",
               "false"),
+        Field("from", Kind("struct argument field path", {
+            "type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"}), False,
+              "Host integer arguments only: the field of a struct argument the value is read from (`p.rows`, "
+              "`p.window.left` for a nested struct's). The launchers (C++, C, Python, Rust) do not take the "
+              "argument: they read it from the struct passed, so the grid, sizes and clauses follow the struct's "
+              "own values; plans take it as an integer like any other. Its `type` is the field's.",
+              "none"),
         Field("to_symbol", IDENTIFIER_PATH, False,
               "Host arguments only: the name of a `__constant__` variable of the module's sources that the "
               "launcher sets to the argument's value (`cudaMemcpyToSymbolAsync` on the launch stream) before "
@@ -514,7 +521,8 @@ KERNEL = Struct(
               "Arguments the launcher takes but does not pass to the kernel: integers or `bool`s (`u32`, `bool`, "
               "...) that decide the geometry, the clauses or the variant. The long form `{type: T, to_symbol: "
               "NAME}` copies a host argument of any scalar type (an integer, `bool` or a float) or a struct "
-              "into a `__constant__` variable before each launch.",
+              "into a `__constant__` variable before each launch; `{type: T, from: s.field}` is an integer the "
+              "launchers read from a struct argument's field instead of taking it (plans take it).",
               "none"),
         Field("let", Kind(expressions_of(IDENTIFIER).name, {**expressions_of(IDENTIFIER).json, "minProperties": 1}),
               False,

@@ -243,6 +243,26 @@ def fake_pointer(index: int) -> int:
     return 0x10000 * (index + 1)
 
 
+def launch_args(other: Mapping[str, object], case: Mapping[str, object],
+                derived: Mapping[str, tuple[str, tuple[str, ...]]] = {}) -> dict[str, object]:
+    """A launcher call's keyword arguments from the tests' other arguments and an argument set:
+    each value of a host integer the launcher reads from a struct argument's field (``derived``:
+    name -> (struct argument, field path)) is set in that field instead (the struct copied)."""
+    full = {**other, **case}
+    for name, (struct, path) in derived.items():
+        if name not in full:
+            continue
+        value = full.pop(name)
+        top = dict(full[struct])  # type: ignore[call-overload]
+        node = top
+        for part in path[:-1]:
+            node[part] = dict(node[part])
+            node = node[part]
+        node[path[-1]] = value
+        full[struct] = top
+    return full
+
+
 class FakeCudaArray:
     """An object with a ``__cuda_array_interface__`` over a fake address, for argument checks
     that must not reach the GPU (element count, element type)."""

@@ -158,7 +158,8 @@ def test_the_too_small_array_test_launches_one_element_short(fixture_files: dict
     body = re.search(r"def test_scale_f32_too_small_arrays_are_refused\(\):\n(.*?)\n\n\n", text, re.S)
     assert body, text
     assert "items = (need - 1) * lanes // per_item" in body[1]
-    assert "mod.scale_f32(**{**OTHER_ARGS_scale_f32, **args, name: FakeCudaArray(typestr, (items,))})" in body[1]
+    assert "mod.scale_f32(**{**launch_args(OTHER_ARGS_scale_f32, args, DERIVED_scale_f32), name: FakeCudaArray(typestr, " \
+        "(items,))})" in body[1]
     assert "assert e.value.argument == name" in body[1]
     # an absent kernel (big_smem is hopper's only) has the sizes test but launches nothing
     gb10 = _contract(fixture_files, "fixture_ops", "gb10")

@@ -142,7 +142,9 @@ BAD = [
     ("struct in an expression", "    grid: [rows, 1, 1]", "    grid: [d, 1, 1]", "    grid:",
      "'d' is a struct argument; expressions use integer arguments only"),
     ("struct field in an expression", "    grid: [rows, 1, 1]", "    grid: [\"div_ceil(p.n, 128)\", 1, 1]", "    grid:",
-     "'p' is a struct argument: expressions cannot read its fields; pass the value as a host argument (host_args)"),
+     "'p' is a struct argument: expressions cannot read its fields; declare a host argument that the launchers "
+     "read from the field (host_args, with 'from') (e.g. host_args: {n: {type: i32, from: p.n}}, and the expression "
+     "reads n)"),
     ("struct field in a let", "    grid: [rows, 1, 1]", "    let: {tiles: p.n}\n    grid: [tiles, 1, 1]", "    let:",
      "'p' is a struct argument: expressions cannot read its fields"),
     ("struct field in a size", "      x: {type: const f32*, size: n}", "      x: {type: const f32*, size: d.v0}",
@@ -155,6 +157,26 @@ BAD = [
      "'x' is a pointer; expressions use integer arguments only"),
     ("align not a power of two", "    fields: {v0: f32, v1: f32}", "    fields: {v0: f32, v1: f32}\n    align: 12",
      "    align:", "alignment 12 is not a power of two up to 128"),
+    ("from a struct that is no argument", "      rows: u32", "      rows: {type: u32, from: q.n}", "      rows:",
+     "'q' is not an argument of the kernel ('from' reads a field of a struct argument (d, p))"),
+    ("from a scalar argument", "      rows: u32", "      rows: {type: u32, from: n.x}", "      rows:",
+     "'n' is not a struct argument"),
+    ("from a field the struct lacks", "      rows: u32", "      rows: {type: i32, from: p.m}", "      rows:",
+     "'p' (struct 'params') has no field 'm' (expected one of: bias, n, offset)"),
+    ("from a float field", "      rows: u32", "      rows: {type: u32, from: d.v0}", "      rows:",
+     "field 'd.v0' is f32; 'from' reads an integer field"),
+    ("from an array field", "      rows: u32", "      rows: {type: u32, from: p.bias}", "      rows:",
+     "field 'p.bias' is an array (2 elements); 'from' reads a scalar field"),
+    ("from a field of another type", "      rows: u32", "      rows: {type: u32, from: p.n}", "      rows:",
+     "field 'p.n' is i32, but host argument 'rows' is u32 (give 'rows' the field's type: {type: i32, from: p.n})"),
+    ("from below a scalar field", "      rows: u32", "      rows: {type: i32, from: p.n.x}", "      rows:",
+     "field 'p.n' is a scalar, not a struct: it has no field 'x'"),
+    ("from on a kernel argument", "      n: u32\n      d: dims", "      n: {type: u32, from: p.n}\n      d: dims",
+     "      n: {type", "'from' applies to integer host arguments (host_args)"),
+    ("from without a field", "      rows: u32", "      rows: {type: u32, from: p}", "      rows:",
+     "'p' is not a struct argument's field"),
+    ("from and to_symbol", "      rows: u32", "      rows: {type: i32, from: p.n, to_symbol: g_rows}", "      rows:",
+     "'from' and 'to_symbol' do not go together"),
     ("align above 128", "    fields: {v0: f32, v1: f32}", "    fields: {v0: f32, v1: f32}\n    align: 256",
      "    align:", "alignment 256 is not a power of two up to 128"),
     ("align below the fields'", "      bias: f32[2]\n", "      bias: f32[2]\n    align: 4\n", "    align:",
@@ -170,6 +192,36 @@ def test_refused_with_file_line(tmp_path: Path, old: str, new: str, where: str, 
     assert err.loc.path == "specs/demo.yaml"
     assert err.loc.line == _line(spec, where), (str(err), _line(spec, where))
     assert fragment in str(err), str(err)
+
+
+def test_a_host_argument_read_from_a_field(tmp_path: Path) -> None:
+    """``from``: the host argument records its struct argument and fields (the offset summed down
+    a nested struct); the launchers do not take it, plans do; the field's type is required."""
+    spec = SPEC.replace("      rows: u32", "      rows: {type: i64, from: p.offset}")
+    (m,) = load_catalog(project(tmp_path, spec)).modules
+    (k,) = m.kernels
+    rows = next(a for a in k.host_args if a.name == "rows")
+    assert (rows.source, rows.source_text, rows.source_offset, rows.derived) == ("p", "p.offset", 8, True)
+    from kernelgen.lower import lower_kernel
+
+    lk = lower_kernel(m, k, load_catalog(tmp_path).targets[0])
+    assert "rows" not in [a.name for a in lk.args] and [a.name for a in lk.int_args] == ["n", "rows"]
+    assert [a.name for a in lk.derived] == ["rows"]
+
+
+def test_chain_members_read_a_shared_host_argument_alike(tmp_path: Path) -> None:
+    """Two members of a chain with a host argument of one name: both read it from the same field,
+    or both take it."""
+    one = SPEC.replace("      rows: u32", "      rows: {type: i32, from: p.n}")
+    two = one[one.index("  rope:\n"):].replace("  rope:\n", "  rope2:\n", 1)
+    ok = one + two + "fallbacks:\n  both: [rope, rope2]\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert load_catalog(project(tmp_path / "a", ok)).modules[0].fallbacks[0].name == "both"
+    bad = one + two.replace("      rows: {type: i32, from: p.n}", "      rows: i32") + "fallbacks:\n  both: [rope, rope2]\n"
+    err = _error(tmp_path / "b", bad)
+    assert "host argument 'rows' is taken by the launcher in demo.rope2 but read from p.n in demo.rope" in str(err), \
+        str(err)
 
 
 def test_emitters(tmp_path: Path) -> None:

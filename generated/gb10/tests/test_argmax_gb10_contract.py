@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -121,6 +121,7 @@ FLIPS_argmax_bf16 = [
     ('requires', 1, 'vocab <= 2147483647', {**BASE_argmax_bf16, 'vocab': 2147483648}),
 ]
 OTHER_ARGS_argmax_bf16 = {'logits': fake_pointer(0), 'out': fake_pointer(1)}
+DERIVED_argmax_bf16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_argmax_bf16)
@@ -170,7 +171,7 @@ def test_argmax_bf16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.argmax_bf16(**{**OTHER_ARGS_argmax_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.argmax_bf16(**{**launch_args(OTHER_ARGS_argmax_bf16, args, DERIVED_argmax_bf16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -178,7 +179,7 @@ def test_argmax_bf16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_argmax_bf16)
 def test_argmax_bf16_clause_decides_alone(kind, index, clause, args):
     launch = mod.argmax_bf16
-    full = {**OTHER_ARGS_argmax_bf16, **args}
+    full = launch_args(OTHER_ARGS_argmax_bf16, args, DERIVED_argmax_bf16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="argmax_bf16"):
             launch(**full)
@@ -215,7 +216,7 @@ def test_argmax_bf16_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_argmax_bf16_kill_switch_or_absence(monkeypatch):
     launch = mod.argmax_bf16
-    full = {**OTHER_ARGS_argmax_bf16, **CASES_argmax_bf16[0]}
+    full = launch_args(OTHER_ARGS_argmax_bf16, CASES_argmax_bf16[0], DERIVED_argmax_bf16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

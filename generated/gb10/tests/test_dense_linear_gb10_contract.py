@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -150,6 +150,7 @@ FLIPS_dense_gemv = [
     ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_dense_gemv, 'm': 17}),
 ]
 OTHER_ARGS_dense_gemv = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_gemv = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemv)
@@ -201,7 +202,7 @@ def test_dense_gemv_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dense_gemv(**{**OTHER_ARGS_dense_gemv, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dense_gemv(**{**launch_args(OTHER_ARGS_dense_gemv, args, DERIVED_dense_gemv), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -209,7 +210,7 @@ def test_dense_gemv_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemv)
 def test_dense_gemv_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemv
-    full = {**OTHER_ARGS_dense_gemv, **args}
+    full = launch_args(OTHER_ARGS_dense_gemv, args, DERIVED_dense_gemv)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dense_gemv"):
             launch(**full)
@@ -248,7 +249,7 @@ def test_dense_gemv_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_dense_gemv_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemv
-    full = {**OTHER_ARGS_dense_gemv, **CASES_dense_gemv[0]}
+    full = launch_args(OTHER_ARGS_dense_gemv, CASES_dense_gemv[0], DERIVED_dense_gemv)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -354,6 +355,7 @@ FLIPS_dense_gemv_rt1 = [
     ('applies', 2, 'div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)', {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 1, 'n': 24576}),
 ]
 OTHER_ARGS_dense_gemv_rt1 = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_gemv_rt1 = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemv_rt1)
@@ -379,7 +381,7 @@ def test_dense_gemv_rt1_sizes_match_spec():
 
 def test_dense_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemv_rt1
-    full = {**OTHER_ARGS_dense_gemv_rt1, **CASES_dense_gemv_rt1[0]}
+    full = launch_args(OTHER_ARGS_dense_gemv_rt1, CASES_dense_gemv_rt1[0], DERIVED_dense_gemv_rt1)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -464,6 +466,7 @@ FLIPS_dense_gemm = [
     ('skip', 1, 'n == 0', {**BASE_dense_gemm, 'n': 0}),
 ]
 OTHER_ARGS_dense_gemm = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_gemm = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemm)
@@ -515,7 +518,7 @@ def test_dense_gemm_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dense_gemm(**{**OTHER_ARGS_dense_gemm, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dense_gemm(**{**launch_args(OTHER_ARGS_dense_gemm, args, DERIVED_dense_gemm), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -523,7 +526,7 @@ def test_dense_gemm_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemm)
 def test_dense_gemm_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemm
-    full = {**OTHER_ARGS_dense_gemm, **args}
+    full = launch_args(OTHER_ARGS_dense_gemm, args, DERIVED_dense_gemm)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dense_gemm"):
             launch(**full)
@@ -562,7 +565,7 @@ def test_dense_gemm_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_dense_gemm_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemm
-    full = {**OTHER_ARGS_dense_gemm, **CASES_dense_gemm[0]}
+    full = launch_args(OTHER_ARGS_dense_gemm, CASES_dense_gemm[0], DERIVED_dense_gemm)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -655,6 +658,7 @@ FLIPS_dense_gemm_pipelined = [
     ('skip', 1, 'n == 0', {**BASE_dense_gemm_pipelined, 'n': 0}),
 ]
 OTHER_ARGS_dense_gemm_pipelined = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_gemm_pipelined = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemm_pipelined)
@@ -706,7 +710,7 @@ def test_dense_gemm_pipelined_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dense_gemm_pipelined(**{**OTHER_ARGS_dense_gemm_pipelined, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dense_gemm_pipelined(**{**launch_args(OTHER_ARGS_dense_gemm_pipelined, args, DERIVED_dense_gemm_pipelined), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -714,7 +718,7 @@ def test_dense_gemm_pipelined_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemm_pipelined)
 def test_dense_gemm_pipelined_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemm_pipelined
-    full = {**OTHER_ARGS_dense_gemm_pipelined, **args}
+    full = launch_args(OTHER_ARGS_dense_gemm_pipelined, args, DERIVED_dense_gemm_pipelined)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dense_gemm_pipelined"):
             launch(**full)
@@ -753,7 +757,7 @@ def test_dense_gemm_pipelined_out_of_range_arguments_are_refused(name, value, pr
 
 def test_dense_gemm_pipelined_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemm_pipelined
-    full = {**OTHER_ARGS_dense_gemm_pipelined, **CASES_dense_gemm_pipelined[0]}
+    full = launch_args(OTHER_ARGS_dense_gemm_pipelined, CASES_dense_gemm_pipelined[0], DERIVED_dense_gemm_pipelined)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -851,6 +855,7 @@ FLIPS_dense_gemm_tma = [
     ('applies', 1, '(k % 8) == 0', {**BASE_dense_gemm_tma, 'k': 4100}),
 ]
 OTHER_ARGS_dense_gemm_tma = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_gemm_tma = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemm_tma)
@@ -876,7 +881,7 @@ def test_dense_gemm_tma_sizes_match_spec():
 
 def test_dense_gemm_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemm_tma
-    full = {**OTHER_ARGS_dense_gemm_tma, **CASES_dense_gemm_tma[0]}
+    full = launch_args(OTHER_ARGS_dense_gemm_tma, CASES_dense_gemm_tma[0], DERIVED_dense_gemm_tma)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -937,6 +942,7 @@ CASES_dense_linear_any = [
     {'k': 4096, 'm': 4194242, 'n': 4096},
 ]
 OTHER_ARGS_dense_linear_any = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_dense_linear_any = {}
 
 
 def expect_dense_linear_any(args, keys=None):
@@ -969,7 +975,7 @@ def test_dense_linear_any_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.dense_linear_any.plan(**args)
-    full = {**OTHER_ARGS_dense_linear_any, **args}
+    full = launch_args(OTHER_ARGS_dense_linear_any, args, DERIVED_dense_linear_any)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return

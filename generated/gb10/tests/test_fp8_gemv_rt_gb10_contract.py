@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -145,6 +145,7 @@ FLIPS_fp8_gemv_tma = [
     ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_tma, 'k': 4095}),
 ]
 OTHER_ARGS_fp8_gemv_tma = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_tma = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_tma)
@@ -171,7 +172,7 @@ def test_fp8_gemv_tma_sizes_match_spec():
 
 def test_fp8_gemv_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_tma
-    full = {**OTHER_ARGS_fp8_gemv_tma, **CASES_fp8_gemv_tma[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_tma, CASES_fp8_gemv_tma[0], DERIVED_fp8_gemv_tma)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -282,6 +283,7 @@ FLIPS_fp8_gemv_rt2 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2)
@@ -335,7 +337,7 @@ def test_fp8_gemv_rt2_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2(**{**OTHER_ARGS_fp8_gemv_rt2, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2, args, DERIVED_fp8_gemv_rt2), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -343,7 +345,7 @@ def test_fp8_gemv_rt2_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2)
 def test_fp8_gemv_rt2_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2
-    full = {**OTHER_ARGS_fp8_gemv_rt2, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2, args, DERIVED_fp8_gemv_rt2)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2"):
             launch(**full)
@@ -382,7 +384,7 @@ def test_fp8_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2
-    full = {**OTHER_ARGS_fp8_gemv_rt2, **CASES_fp8_gemv_rt2[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2, CASES_fp8_gemv_rt2[0], DERIVED_fp8_gemv_rt2)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -499,6 +501,7 @@ FLIPS_fp8_gemv_rt2_16 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16)
@@ -552,7 +555,7 @@ def test_fp8_gemv_rt2_16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16(**{**OTHER_ARGS_fp8_gemv_rt2_16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16, args, DERIVED_fp8_gemv_rt2_16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -560,7 +563,7 @@ def test_fp8_gemv_rt2_16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16)
 def test_fp8_gemv_rt2_16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16, args, DERIVED_fp8_gemv_rt2_16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16"):
             launch(**full)
@@ -599,7 +602,7 @@ def test_fp8_gemv_rt2_16_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16, **CASES_fp8_gemv_rt2_16[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16, CASES_fp8_gemv_rt2_16[0], DERIVED_fp8_gemv_rt2_16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -721,6 +724,7 @@ FLIPS_fp8_gemv_rt1 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1)
@@ -774,7 +778,7 @@ def test_fp8_gemv_rt1_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1(**{**OTHER_ARGS_fp8_gemv_rt1, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1, args, DERIVED_fp8_gemv_rt1), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -782,7 +786,7 @@ def test_fp8_gemv_rt1_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1)
 def test_fp8_gemv_rt1_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1
-    full = {**OTHER_ARGS_fp8_gemv_rt1, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1, args, DERIVED_fp8_gemv_rt1)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1"):
             launch(**full)
@@ -821,7 +825,7 @@ def test_fp8_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1
-    full = {**OTHER_ARGS_fp8_gemv_rt1, **CASES_fp8_gemv_rt1[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1, CASES_fp8_gemv_rt1[0], DERIVED_fp8_gemv_rt1)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -943,6 +947,7 @@ FLIPS_fp8_gemv_rt1_16 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16)
@@ -996,7 +1001,7 @@ def test_fp8_gemv_rt1_16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_16(**{**OTHER_ARGS_fp8_gemv_rt1_16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_16(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_16, args, DERIVED_fp8_gemv_rt1_16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1004,7 +1009,7 @@ def test_fp8_gemv_rt1_16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16)
 def test_fp8_gemv_rt1_16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_16
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16, args, DERIVED_fp8_gemv_rt1_16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16"):
             launch(**full)
@@ -1043,7 +1048,7 @@ def test_fp8_gemv_rt1_16_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt1_16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_16
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **CASES_fp8_gemv_rt1_16[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16, CASES_fp8_gemv_rt1_16[0], DERIVED_fp8_gemv_rt1_16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1164,6 +1169,7 @@ FLIPS_fp8_gemv_rt2_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_8, 'n': 1024, 'rows': 8}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_8)
@@ -1217,7 +1223,7 @@ def test_fp8_gemv_rt2_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, args, DERIVED_fp8_gemv_rt2_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1225,7 +1231,7 @@ def test_fp8_gemv_rt2_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_8)
 def test_fp8_gemv_rt2_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, args, DERIVED_fp8_gemv_rt2_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_8"):
             launch(**full)
@@ -1264,7 +1270,7 @@ def test_fp8_gemv_rt2_ks_8_out_of_range_arguments_are_refused(name, value, probl
 
 def test_fp8_gemv_rt2_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **CASES_fp8_gemv_rt2_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, CASES_fp8_gemv_rt2_ks_8[0], DERIVED_fp8_gemv_rt2_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1387,6 +1393,7 @@ FLIPS_fp8_gemv_rt2_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_4)
@@ -1440,7 +1447,7 @@ def test_fp8_gemv_rt2_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, args, DERIVED_fp8_gemv_rt2_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1448,7 +1455,7 @@ def test_fp8_gemv_rt2_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_4)
 def test_fp8_gemv_rt2_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, args, DERIVED_fp8_gemv_rt2_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_4"):
             launch(**full)
@@ -1487,7 +1494,7 @@ def test_fp8_gemv_rt2_ks_4_out_of_range_arguments_are_refused(name, value, probl
 
 def test_fp8_gemv_rt2_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **CASES_fp8_gemv_rt2_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, CASES_fp8_gemv_rt2_ks_4[0], DERIVED_fp8_gemv_rt2_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1610,6 +1617,7 @@ FLIPS_fp8_gemv_rt2_16_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_8)
@@ -1663,7 +1671,7 @@ def test_fp8_gemv_rt2_16_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, args, DERIVED_fp8_gemv_rt2_16_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1671,7 +1679,7 @@ def test_fp8_gemv_rt2_16_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_8)
 def test_fp8_gemv_rt2_16_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, args, DERIVED_fp8_gemv_rt2_16_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_8"):
             launch(**full)
@@ -1710,7 +1718,7 @@ def test_fp8_gemv_rt2_16_ks_8_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_16_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **CASES_fp8_gemv_rt2_16_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, CASES_fp8_gemv_rt2_16_ks_8[0], DERIVED_fp8_gemv_rt2_16_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1834,6 +1842,7 @@ FLIPS_fp8_gemv_rt2_16_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_4)
@@ -1887,7 +1896,7 @@ def test_fp8_gemv_rt2_16_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, args, DERIVED_fp8_gemv_rt2_16_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1895,7 +1904,7 @@ def test_fp8_gemv_rt2_16_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_4)
 def test_fp8_gemv_rt2_16_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, args, DERIVED_fp8_gemv_rt2_16_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_4"):
             launch(**full)
@@ -1934,7 +1943,7 @@ def test_fp8_gemv_rt2_16_ks_4_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **CASES_fp8_gemv_rt2_16_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, CASES_fp8_gemv_rt2_16_ks_4[0], DERIVED_fp8_gemv_rt2_16_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -2048,6 +2057,7 @@ FLIPS_fp8_gemv_rt2_32 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_32, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32)
@@ -2074,7 +2084,7 @@ def test_fp8_gemv_rt2_32_sizes_match_spec():
 
 def test_fp8_gemv_rt2_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32, **CASES_fp8_gemv_rt2_32[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32, CASES_fp8_gemv_rt2_32[0], DERIVED_fp8_gemv_rt2_32)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2185,6 +2195,7 @@ FLIPS_fp8_gemv_rt2_32_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 17}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_8)
@@ -2211,7 +2222,7 @@ def test_fp8_gemv_rt2_32_ks_8_sizes_match_spec():
 
 def test_fp8_gemv_rt2_32_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **CASES_fp8_gemv_rt2_32_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_8, CASES_fp8_gemv_rt2_32_ks_8[0], DERIVED_fp8_gemv_rt2_32_ks_8)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2323,6 +2334,7 @@ FLIPS_fp8_gemv_rt2_32_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_4)
@@ -2349,7 +2361,7 @@ def test_fp8_gemv_rt2_32_ks_4_sizes_match_spec():
 
 def test_fp8_gemv_rt2_32_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **CASES_fp8_gemv_rt2_32_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_4, CASES_fp8_gemv_rt2_32_ks_4[0], DERIVED_fp8_gemv_rt2_32_ks_4)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2460,6 +2472,7 @@ FLIPS_fp8_gemv_rt1_32 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_32, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_32 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_32)
@@ -2486,7 +2499,7 @@ def test_fp8_gemv_rt1_32_sizes_match_spec():
 
 def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_32
-    full = {**OTHER_ARGS_fp8_gemv_rt1_32, **CASES_fp8_gemv_rt1_32[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_32, CASES_fp8_gemv_rt1_32[0], DERIVED_fp8_gemv_rt1_32)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2591,6 +2604,7 @@ FLIPS_fp8_gemv_rt2_64 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_64, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64)
@@ -2617,7 +2631,7 @@ def test_fp8_gemv_rt2_64_sizes_match_spec():
 
 def test_fp8_gemv_rt2_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64, **CASES_fp8_gemv_rt2_64[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64, CASES_fp8_gemv_rt2_64[0], DERIVED_fp8_gemv_rt2_64)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2727,6 +2741,7 @@ FLIPS_fp8_gemv_rt2_64_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 33}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_8)
@@ -2753,7 +2768,7 @@ def test_fp8_gemv_rt2_64_ks_8_sizes_match_spec():
 
 def test_fp8_gemv_rt2_64_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **CASES_fp8_gemv_rt2_64_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_8, CASES_fp8_gemv_rt2_64_ks_8[0], DERIVED_fp8_gemv_rt2_64_ks_8)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -2865,6 +2880,7 @@ FLIPS_fp8_gemv_rt2_64_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_4)
@@ -2891,7 +2907,7 @@ def test_fp8_gemv_rt2_64_ks_4_sizes_match_spec():
 
 def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **CASES_fp8_gemv_rt2_64_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_4, CASES_fp8_gemv_rt2_64_ks_4[0], DERIVED_fp8_gemv_rt2_64_ks_4)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -3002,6 +3018,7 @@ FLIPS_fp8_gemv_rt1_64 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_64, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64)
@@ -3028,7 +3045,7 @@ def test_fp8_gemv_rt1_64_sizes_match_spec():
 
 def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64, **CASES_fp8_gemv_rt1_64[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64, CASES_fp8_gemv_rt1_64[0], DERIVED_fp8_gemv_rt1_64)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -3139,6 +3156,7 @@ FLIPS_fp8_gemv_rt1_64_128 = [
     ('applies', 3, 'div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)', {**BASE_fp8_gemv_rt1_64_128, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_64_128 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64_128)
@@ -3165,7 +3183,7 @@ def test_fp8_gemv_rt1_64_128_sizes_match_spec():
 
 def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64_128
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64_128, CASES_fp8_gemv_rt1_64_128[0], DERIVED_fp8_gemv_rt1_64_128)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -3270,6 +3288,7 @@ FLIPS_fp8_gemv_rt2_16_x3 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16_x3, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_rt2_16_x3 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_x3)
@@ -3335,7 +3354,7 @@ def test_fp8_gemv_rt2_16_x3_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_x3(**{**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_x3(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, args, DERIVED_fp8_gemv_rt2_16_x3), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3343,7 +3362,7 @@ def test_fp8_gemv_rt2_16_x3_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_x3)
 def test_fp8_gemv_rt2_16_x3_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, args, DERIVED_fp8_gemv_rt2_16_x3)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_x3"):
             launch(**full)
@@ -3386,7 +3405,7 @@ def test_fp8_gemv_rt2_16_x3_out_of_range_arguments_are_refused(name, value, prob
 
 def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **CASES_fp8_gemv_rt2_16_x3[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, CASES_fp8_gemv_rt2_16_x3[0], DERIVED_fp8_gemv_rt2_16_x3)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3502,6 +3521,7 @@ FLIPS_fp8_gemv_rt1_16_x3 = [
     ('applies', 3, '(tiles * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_rt1_16_x3 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16_x3)
@@ -3567,7 +3587,7 @@ def test_fp8_gemv_rt1_16_x3_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_16_x3(**{**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_16_x3(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, args, DERIVED_fp8_gemv_rt1_16_x3), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3575,7 +3595,7 @@ def test_fp8_gemv_rt1_16_x3_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16_x3)
 def test_fp8_gemv_rt1_16_x3_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, args, DERIVED_fp8_gemv_rt1_16_x3)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16_x3"):
             launch(**full)
@@ -3618,7 +3638,7 @@ def test_fp8_gemv_rt1_16_x3_out_of_range_arguments_are_refused(name, value, prob
 
 def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **CASES_fp8_gemv_rt1_16_x3[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, CASES_fp8_gemv_rt1_16_x3[0], DERIVED_fp8_gemv_rt1_16_x3)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3674,6 +3694,7 @@ CASES_fp8_gemv_rt2_ks = [
     {'k': 4096, 'n': 1026, 'rows': 1},
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks = {}
 
 
 def expect_fp8_gemv_rt2_ks(args, keys=None):
@@ -3706,7 +3727,7 @@ def test_fp8_gemv_rt2_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks, args, DERIVED_fp8_gemv_rt2_ks)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -3766,6 +3787,7 @@ CASES_fp8_gemv_rt2_16_ks = [
     {'k': 4096, 'n': 1026, 'rows': 16},
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks = {}
 
 
 def expect_fp8_gemv_rt2_16_ks(args, keys=None):
@@ -3798,7 +3820,7 @@ def test_fp8_gemv_rt2_16_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks, args, DERIVED_fp8_gemv_rt2_16_ks)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -3851,6 +3873,7 @@ CASES_fp8_gemv_rt2_32_ks = [
     {'k': 4096, 'n': 1026, 'rows': 32},
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks = {}
 
 
 def expect_fp8_gemv_rt2_32_ks(args, keys=None):
@@ -3883,7 +3906,7 @@ def test_fp8_gemv_rt2_32_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks, args, DERIVED_fp8_gemv_rt2_32_ks)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -3936,6 +3959,7 @@ CASES_fp8_gemv_rt2_64_ks = [
     {'k': 4096, 'n': 1026, 'rows': 64},
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks = {}
 
 
 def expect_fp8_gemv_rt2_64_ks(args, keys=None):
@@ -3968,7 +3992,7 @@ def test_fp8_gemv_rt2_64_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks, args, DERIVED_fp8_gemv_rt2_64_ks)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -4017,6 +4041,7 @@ CASES_fp8_gemv_16_x3 = [
     {'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
 ]
 OTHER_ARGS_fp8_gemv_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_16_x3 = {}
 
 
 def expect_fp8_gemv_16_x3(args, keys=None):
@@ -4049,7 +4074,7 @@ def test_fp8_gemv_16_x3_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_16_x3.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_16_x3, args, DERIVED_fp8_gemv_16_x3)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return

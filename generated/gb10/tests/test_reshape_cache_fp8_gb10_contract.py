@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -124,6 +124,7 @@ FLIPS_reshape_cache_fp8 = [
     ('applies', 0, '((num_kv_heads * head_dim) % 8) == 0', {**BASE_reshape_cache_fp8, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4}),
 ]
 OTHER_ARGS_reshape_cache_fp8 = {'key': fake_pointer(0), 'value': fake_pointer(1), 'k_cache': fake_pointer(2), 'v_cache': fake_pointer(3), 'slot_mapping': fake_pointer(4), 'k_scale': fake_pointer(5), 'v_scale': fake_pointer(6)}
+DERIVED_reshape_cache_fp8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_reshape_cache_fp8)
@@ -181,7 +182,7 @@ def test_reshape_cache_fp8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.reshape_cache_fp8(**{**OTHER_ARGS_reshape_cache_fp8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.reshape_cache_fp8(**{**launch_args(OTHER_ARGS_reshape_cache_fp8, args, DERIVED_reshape_cache_fp8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -189,7 +190,7 @@ def test_reshape_cache_fp8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_reshape_cache_fp8)
 def test_reshape_cache_fp8_clause_decides_alone(kind, index, clause, args):
     launch = mod.reshape_cache_fp8
-    full = {**OTHER_ARGS_reshape_cache_fp8, **args}
+    full = launch_args(OTHER_ARGS_reshape_cache_fp8, args, DERIVED_reshape_cache_fp8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="reshape_cache_fp8"):
             launch(**full)
@@ -232,7 +233,7 @@ def test_reshape_cache_fp8_out_of_range_arguments_are_refused(name, value, probl
 
 def test_reshape_cache_fp8_device_scalar_k_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_reshape_cache_fp8, **CASES_reshape_cache_fp8[0]}
+    full = launch_args(OTHER_ARGS_reshape_cache_fp8, CASES_reshape_cache_fp8[0], DERIVED_reshape_cache_fp8)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.reshape_cache_fp8(**{**full, "k_scale": FakeCudaArray("<f4", (n,))})
@@ -244,7 +245,7 @@ def test_reshape_cache_fp8_device_scalar_k_scale_is_one_element_of_its_type():
 
 def test_reshape_cache_fp8_device_scalar_v_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_reshape_cache_fp8, **CASES_reshape_cache_fp8[0]}
+    full = launch_args(OTHER_ARGS_reshape_cache_fp8, CASES_reshape_cache_fp8[0], DERIVED_reshape_cache_fp8)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.reshape_cache_fp8(**{**full, "v_scale": FakeCudaArray("<f4", (n,))})
@@ -256,7 +257,7 @@ def test_reshape_cache_fp8_device_scalar_v_scale_is_one_element_of_its_type():
 
 def test_reshape_cache_fp8_kill_switch_or_absence(monkeypatch):
     launch = mod.reshape_cache_fp8
-    full = {**OTHER_ARGS_reshape_cache_fp8, **CASES_reshape_cache_fp8[0]}
+    full = launch_args(OTHER_ARGS_reshape_cache_fp8, CASES_reshape_cache_fp8[0], DERIVED_reshape_cache_fp8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

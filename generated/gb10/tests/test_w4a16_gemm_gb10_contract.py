@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -154,6 +154,7 @@ FLIPS_w4a16_gemv_rt2 = [
     ('applies', 2, 'k <= 32768', {**BASE_w4a16_gemv_rt2, 'k': 65536}),
 ]
 OTHER_ARGS_w4a16_gemv_rt2 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt2 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt2)
@@ -180,7 +181,7 @@ def test_w4a16_gemv_rt2_sizes_match_spec():
 
 def test_w4a16_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt2
-    full = {**OTHER_ARGS_w4a16_gemv_rt2, **CASES_w4a16_gemv_rt2[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt2, CASES_w4a16_gemv_rt2[0], DERIVED_w4a16_gemv_rt2)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -296,6 +297,7 @@ FLIPS_w4a16_gemv_rt1 = [
     ('applies', 3, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_w4a16_gemv_rt1, 'n': 1}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt1 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1)
@@ -322,7 +324,7 @@ def test_w4a16_gemv_rt1_sizes_match_spec():
 
 def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1
-    full = {**OTHER_ARGS_w4a16_gemv_rt1, **CASES_w4a16_gemv_rt1[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1, CASES_w4a16_gemv_rt1[0], DERIVED_w4a16_gemv_rt1)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -436,6 +438,7 @@ FLIPS_w4a16_gemv_rt1_128 = [
     ('applies', 4, 'div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)', {**BASE_w4a16_gemv_rt1_128, 'n': 1}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1_128 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt1_128 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1_128)
@@ -462,7 +465,7 @@ def test_w4a16_gemv_rt1_128_sizes_match_spec():
 
 def test_w4a16_gemv_rt1_128_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1_128
-    full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **CASES_w4a16_gemv_rt1_128[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1_128, CASES_w4a16_gemv_rt1_128[0], DERIVED_w4a16_gemv_rt1_128)
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
@@ -557,6 +560,7 @@ FLIPS_w4a16_gemv = [
     ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv, 'k': 4104, 'm': 4}),
 ]
 OTHER_ARGS_w4a16_gemv = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv)
@@ -610,7 +614,7 @@ def test_w4a16_gemv_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemv(**{**OTHER_ARGS_w4a16_gemv, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemv(**{**launch_args(OTHER_ARGS_w4a16_gemv, args, DERIVED_w4a16_gemv), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -618,7 +622,7 @@ def test_w4a16_gemv_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv)
 def test_w4a16_gemv_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemv
-    full = {**OTHER_ARGS_w4a16_gemv, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemv, args, DERIVED_w4a16_gemv)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv"):
             launch(**full)
@@ -657,7 +661,7 @@ def test_w4a16_gemv_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_w4a16_gemv_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv
-    full = {**OTHER_ARGS_w4a16_gemv, **CASES_w4a16_gemv[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv, CASES_w4a16_gemv[0], DERIVED_w4a16_gemv)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -757,6 +761,7 @@ FLIPS_w4a16_gemm = [
     ('applies', 0, '(k % 16) == 0', {**BASE_w4a16_gemm, 'k': 4104}),
 ]
 OTHER_ARGS_w4a16_gemm = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemm = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemm)
@@ -810,7 +815,7 @@ def test_w4a16_gemm_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemm(**{**OTHER_ARGS_w4a16_gemm, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemm(**{**launch_args(OTHER_ARGS_w4a16_gemm, args, DERIVED_w4a16_gemm), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -818,7 +823,7 @@ def test_w4a16_gemm_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemm)
 def test_w4a16_gemm_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemm
-    full = {**OTHER_ARGS_w4a16_gemm, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemm, args, DERIVED_w4a16_gemm)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemm"):
             launch(**full)
@@ -857,7 +862,7 @@ def test_w4a16_gemm_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemm
-    full = {**OTHER_ARGS_w4a16_gemm, **CASES_w4a16_gemm[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemm, CASES_w4a16_gemm[0], DERIVED_w4a16_gemm)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -964,6 +969,7 @@ CASES_w4a16_linear = [
     {'k': 4096, 'm': 64, 'n': 2},
 ]
 OTHER_ARGS_w4a16_linear = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_linear = {}
 
 
 def expect_w4a16_linear(args, keys=None):
@@ -996,7 +1002,7 @@ def test_w4a16_linear_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.w4a16_linear.plan(**args)
-    full = {**OTHER_ARGS_w4a16_linear, **args}
+    full = launch_args(OTHER_ARGS_w4a16_linear, args, DERIVED_w4a16_linear)
     if chain_plan["launched"]:
         if built_module("gb10", "_runtime", package="kernelgen_ops").device_count():
             return

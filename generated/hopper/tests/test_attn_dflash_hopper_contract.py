@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -157,6 +157,7 @@ FLIPS_prefill_attn_dflash_bf16_unsplit = [
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_bf16_unsplit, 'num_kv_heads': 7}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_unsplit = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'scale': 1.0}
+DERIVED_prefill_attn_dflash_bf16_unsplit = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_unsplit)
@@ -212,7 +213,7 @@ def test_prefill_attn_dflash_bf16_unsplit_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_bf16_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_bf16_unsplit(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, args, DERIVED_prefill_attn_dflash_bf16_unsplit), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -220,7 +221,7 @@ def test_prefill_attn_dflash_bf16_unsplit_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_unsplit)
 def test_prefill_attn_dflash_bf16_unsplit_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_bf16_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, args, DERIVED_prefill_attn_dflash_bf16_unsplit)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_bf16_unsplit"):
             launch(**full)
@@ -269,7 +270,7 @@ def test_prefill_attn_dflash_bf16_unsplit_out_of_range_arguments_are_refused(nam
 
 def test_prefill_attn_dflash_bf16_unsplit_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, **CASES_prefill_attn_dflash_bf16_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, CASES_prefill_attn_dflash_bf16_unsplit[0], DERIVED_prefill_attn_dflash_bf16_unsplit)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -397,6 +398,7 @@ FLIPS_prefill_attn_dflash_bf16_split = [
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'scale': 1.0, 'workspace': fake_pointer(14), 'counters': fake_pointer(15)}
+DERIVED_prefill_attn_dflash_bf16_split = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_split)
@@ -456,7 +458,7 @@ def test_prefill_attn_dflash_bf16_split_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_bf16_split(**{**OTHER_ARGS_prefill_attn_dflash_bf16_split, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_bf16_split(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_split, args, DERIVED_prefill_attn_dflash_bf16_split), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -464,7 +466,7 @@ def test_prefill_attn_dflash_bf16_split_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_split)
 def test_prefill_attn_dflash_bf16_split_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_bf16_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_split, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_split, args, DERIVED_prefill_attn_dflash_bf16_split)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_bf16_split"):
             launch(**full)
@@ -513,7 +515,7 @@ def test_prefill_attn_dflash_bf16_split_out_of_range_arguments_are_refused(name,
 
 def test_prefill_attn_dflash_bf16_split_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_split, **CASES_prefill_attn_dflash_bf16_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_split, CASES_prefill_attn_dflash_bf16_split[0], DERIVED_prefill_attn_dflash_bf16_split)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -631,6 +633,7 @@ FLIPS_prefill_attn_dflash_fp8_unsplit = [
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_fp8_unsplit, 'num_kv_heads': 7}),
 ]
 OTHER_ARGS_prefill_attn_dflash_fp8_unsplit = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'k_scale': fake_pointer(3), 'v_scale': fake_pointer(4), 'out': fake_pointer(5), 'block_table': fake_pointer(6), 'scale': 1.0}
+DERIVED_prefill_attn_dflash_fp8_unsplit = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_fp8_unsplit)
@@ -688,7 +691,7 @@ def test_prefill_attn_dflash_fp8_unsplit_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_fp8_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_fp8_unsplit(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, args, DERIVED_prefill_attn_dflash_fp8_unsplit), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -696,7 +699,7 @@ def test_prefill_attn_dflash_fp8_unsplit_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_fp8_unsplit)
 def test_prefill_attn_dflash_fp8_unsplit_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_fp8_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, args, DERIVED_prefill_attn_dflash_fp8_unsplit)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_fp8_unsplit"):
             launch(**full)
@@ -745,7 +748,7 @@ def test_prefill_attn_dflash_fp8_unsplit_out_of_range_arguments_are_refused(name
 
 def test_prefill_attn_dflash_fp8_unsplit_device_scalar_k_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **CASES_prefill_attn_dflash_fp8_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, CASES_prefill_attn_dflash_fp8_unsplit[0], DERIVED_prefill_attn_dflash_fp8_unsplit)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_fp8_unsplit(**{**full, "k_scale": FakeCudaArray("<f4", (n,))})
@@ -757,7 +760,7 @@ def test_prefill_attn_dflash_fp8_unsplit_device_scalar_k_scale_is_one_element_of
 
 def test_prefill_attn_dflash_fp8_unsplit_device_scalar_v_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **CASES_prefill_attn_dflash_fp8_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, CASES_prefill_attn_dflash_fp8_unsplit[0], DERIVED_prefill_attn_dflash_fp8_unsplit)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_fp8_unsplit(**{**full, "v_scale": FakeCudaArray("<f4", (n,))})
@@ -769,7 +772,7 @@ def test_prefill_attn_dflash_fp8_unsplit_device_scalar_v_scale_is_one_element_of
 
 def test_prefill_attn_dflash_fp8_unsplit_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_fp8_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **CASES_prefill_attn_dflash_fp8_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, CASES_prefill_attn_dflash_fp8_unsplit[0], DERIVED_prefill_attn_dflash_fp8_unsplit)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -895,6 +898,7 @@ FLIPS_prefill_attn_dflash_fp8_split = [
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_fp8_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'k_scale': fake_pointer(3), 'v_scale': fake_pointer(4), 'out': fake_pointer(5), 'block_table': fake_pointer(6), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
+DERIVED_prefill_attn_dflash_fp8_split = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_fp8_split)
@@ -956,7 +960,7 @@ def test_prefill_attn_dflash_fp8_split_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_fp8_split(**{**OTHER_ARGS_prefill_attn_dflash_fp8_split, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_fp8_split(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_split, args, DERIVED_prefill_attn_dflash_fp8_split), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -964,7 +968,7 @@ def test_prefill_attn_dflash_fp8_split_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_fp8_split)
 def test_prefill_attn_dflash_fp8_split_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_fp8_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_split, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_split, args, DERIVED_prefill_attn_dflash_fp8_split)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_fp8_split"):
             launch(**full)
@@ -1013,7 +1017,7 @@ def test_prefill_attn_dflash_fp8_split_out_of_range_arguments_are_refused(name, 
 
 def test_prefill_attn_dflash_fp8_split_device_scalar_k_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_split, **CASES_prefill_attn_dflash_fp8_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_split, CASES_prefill_attn_dflash_fp8_split[0], DERIVED_prefill_attn_dflash_fp8_split)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_fp8_split(**{**full, "k_scale": FakeCudaArray("<f4", (n,))})
@@ -1025,7 +1029,7 @@ def test_prefill_attn_dflash_fp8_split_device_scalar_k_scale_is_one_element_of_i
 
 def test_prefill_attn_dflash_fp8_split_device_scalar_v_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_split, **CASES_prefill_attn_dflash_fp8_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_split, CASES_prefill_attn_dflash_fp8_split[0], DERIVED_prefill_attn_dflash_fp8_split)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_fp8_split(**{**full, "v_scale": FakeCudaArray("<f4", (n,))})
@@ -1037,7 +1041,7 @@ def test_prefill_attn_dflash_fp8_split_device_scalar_v_scale_is_one_element_of_i
 
 def test_prefill_attn_dflash_fp8_split_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_fp8_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8_split, **CASES_prefill_attn_dflash_fp8_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8_split, CASES_prefill_attn_dflash_fp8_split[0], DERIVED_prefill_attn_dflash_fp8_split)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -1146,6 +1150,7 @@ FLIPS_prefill_attn_dflash_bf16_indirect_unsplit = [
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_bf16_indirect_unsplit, 'num_kv_heads': 7}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'kv_len': fake_pointer(6), 'q_offset': fake_pointer(7), 'q_rope_pos': fake_pointer(8), 'scale': 1.0}
+DERIVED_prefill_attn_dflash_bf16_indirect_unsplit = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_indirect_unsplit)
@@ -1204,7 +1209,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_too_small_arrays_are_refused(
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, args, DERIVED_prefill_attn_dflash_bf16_indirect_unsplit), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1212,7 +1217,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_too_small_arrays_are_refused(
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_indirect_unsplit)
 def test_prefill_attn_dflash_bf16_indirect_unsplit_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_bf16_indirect_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, args, DERIVED_prefill_attn_dflash_bf16_indirect_unsplit)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_bf16_indirect_unsplit"):
             launch(**full)
@@ -1259,7 +1264,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_out_of_range_arguments_are_re
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_kv_len_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **CASES_prefill_attn_dflash_bf16_indirect_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, CASES_prefill_attn_dflash_bf16_indirect_unsplit[0], DERIVED_prefill_attn_dflash_bf16_indirect_unsplit)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**full, "kv_len": FakeCudaArray("<i4", (n,))})
@@ -1271,7 +1276,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_kv_len_is_one_e
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_q_offset_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **CASES_prefill_attn_dflash_bf16_indirect_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, CASES_prefill_attn_dflash_bf16_indirect_unsplit[0], DERIVED_prefill_attn_dflash_bf16_indirect_unsplit)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**full, "q_offset": FakeCudaArray("<i4", (n,))})
@@ -1283,7 +1288,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_q_offset_is_one
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_q_rope_pos_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **CASES_prefill_attn_dflash_bf16_indirect_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, CASES_prefill_attn_dflash_bf16_indirect_unsplit[0], DERIVED_prefill_attn_dflash_bf16_indirect_unsplit)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**full, "q_rope_pos": FakeCudaArray("<i4", (n,))})
@@ -1295,7 +1300,7 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_q_rope_pos_is_o
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_indirect_unsplit
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **CASES_prefill_attn_dflash_bf16_indirect_unsplit[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, CASES_prefill_attn_dflash_bf16_indirect_unsplit[0], DERIVED_prefill_attn_dflash_bf16_indirect_unsplit)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -1415,6 +1420,7 @@ FLIPS_prefill_attn_dflash_bf16_indirect_split = [
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'kv_len': fake_pointer(6), 'q_offset': fake_pointer(7), 'q_rope_pos': fake_pointer(8), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
+DERIVED_prefill_attn_dflash_bf16_indirect_split = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn_dflash_bf16_indirect_split)
@@ -1477,7 +1483,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn_dflash_bf16_indirect_split(**{**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn_dflash_bf16_indirect_split(**{**launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, args, DERIVED_prefill_attn_dflash_bf16_indirect_split), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1485,7 +1491,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_indirect_split)
 def test_prefill_attn_dflash_bf16_indirect_split_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_bf16_indirect_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, args, DERIVED_prefill_attn_dflash_bf16_indirect_split)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn_dflash_bf16_indirect_split"):
             launch(**full)
@@ -1532,7 +1538,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_out_of_range_arguments_are_refu
 
 def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_kv_len_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **CASES_prefill_attn_dflash_bf16_indirect_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, CASES_prefill_attn_dflash_bf16_indirect_split[0], DERIVED_prefill_attn_dflash_bf16_indirect_split)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_split(**{**full, "kv_len": FakeCudaArray("<i4", (n,))})
@@ -1544,7 +1550,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_kv_len_is_one_ele
 
 def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_q_offset_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **CASES_prefill_attn_dflash_bf16_indirect_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, CASES_prefill_attn_dflash_bf16_indirect_split[0], DERIVED_prefill_attn_dflash_bf16_indirect_split)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_split(**{**full, "q_offset": FakeCudaArray("<i4", (n,))})
@@ -1556,7 +1562,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_q_offset_is_one_e
 
 def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_q_rope_pos_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **CASES_prefill_attn_dflash_bf16_indirect_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, CASES_prefill_attn_dflash_bf16_indirect_split[0], DERIVED_prefill_attn_dflash_bf16_indirect_split)
     for n in (0, 2):
         with pytest.raises(kernelgen_ops.ArgumentError, match="one-element device array") as e:
             mod.prefill_attn_dflash_bf16_indirect_split(**{**full, "q_rope_pos": FakeCudaArray("<i4", (n,))})
@@ -1568,7 +1574,7 @@ def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_q_rope_pos_is_one
 
 def test_prefill_attn_dflash_bf16_indirect_split_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_indirect_split
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **CASES_prefill_attn_dflash_bf16_indirect_split[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, CASES_prefill_attn_dflash_bf16_indirect_split[0], DERIVED_prefill_attn_dflash_bf16_indirect_split)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -1662,6 +1668,7 @@ CASES_prefill_attn_dflash_bf16 = [
     {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740842, 'window': 0},
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16 = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'scale': 1.0, 'workspace': fake_pointer(14), 'counters': fake_pointer(15)}
+DERIVED_prefill_attn_dflash_bf16 = {}
 
 
 def expect_prefill_attn_dflash_bf16(args, keys=None):
@@ -1694,7 +1701,7 @@ def test_prefill_attn_dflash_bf16_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.prefill_attn_dflash_bf16.plan(**args)
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16, args, DERIVED_prefill_attn_dflash_bf16)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -1799,6 +1806,7 @@ CASES_prefill_attn_dflash_fp8 = [
     {'block_size': 16, 'causal': 0, 'kv_len': 1000, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_offset': 984, 'q_rows': 1073740842, 'window': 0},
 ]
 OTHER_ARGS_prefill_attn_dflash_fp8 = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'k_scale': fake_pointer(3), 'v_scale': fake_pointer(4), 'out': fake_pointer(5), 'block_table': fake_pointer(6), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
+DERIVED_prefill_attn_dflash_fp8 = {}
 
 
 def expect_prefill_attn_dflash_fp8(args, keys=None):
@@ -1831,7 +1839,7 @@ def test_prefill_attn_dflash_fp8_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.prefill_attn_dflash_fp8.plan(**args)
-    full = {**OTHER_ARGS_prefill_attn_dflash_fp8, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_fp8, args, DERIVED_prefill_attn_dflash_fp8)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -1919,6 +1927,7 @@ CASES_prefill_attn_dflash_bf16_indirect = [
     {'block_size': 16, 'causal': 0, 'max_kv_len': 1024, 'num_kv_heads': 8, 'num_q_heads': 32, 'q_rows': 131058, 'window': 0},
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_indirect = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'kv_len': fake_pointer(6), 'q_offset': fake_pointer(7), 'q_rope_pos': fake_pointer(8), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
+DERIVED_prefill_attn_dflash_bf16_indirect = {}
 
 
 def expect_prefill_attn_dflash_bf16_indirect(args, keys=None):
@@ -1951,7 +1960,7 @@ def test_prefill_attn_dflash_bf16_indirect_launcher_tries_members_as_its_plan(ar
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.prefill_attn_dflash_bf16_indirect.plan(**args)
-    full = {**OTHER_ARGS_prefill_attn_dflash_bf16_indirect, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn_dflash_bf16_indirect, args, DERIVED_prefill_attn_dflash_bf16_indirect)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return

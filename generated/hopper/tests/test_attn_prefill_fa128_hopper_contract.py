@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -159,6 +159,7 @@ FLIPS_attn_prefill_fa128_paged = [
     ('applies', 4, '(num_q_heads % num_kv_heads) == 0', {**BASE_attn_prefill_fa128_paged, 'num_kv_heads': 3}),
 ]
 OTHER_ARGS_attn_prefill_fa128_paged = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'output': fake_pointer(3), 'block_table': fake_pointer(4), 'inv_sqrt_d': 1.0}
+DERIVED_attn_prefill_fa128_paged = {}
 
 
 @pytest.mark.parametrize("args", CASES_attn_prefill_fa128_paged)
@@ -214,7 +215,7 @@ def test_attn_prefill_fa128_paged_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.attn_prefill_fa128_paged(**{**OTHER_ARGS_attn_prefill_fa128_paged, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.attn_prefill_fa128_paged(**{**launch_args(OTHER_ARGS_attn_prefill_fa128_paged, args, DERIVED_attn_prefill_fa128_paged), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -222,7 +223,7 @@ def test_attn_prefill_fa128_paged_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_fa128_paged)
 def test_attn_prefill_fa128_paged_clause_decides_alone(kind, index, clause, args):
     launch = mod.attn_prefill_fa128_paged
-    full = {**OTHER_ARGS_attn_prefill_fa128_paged, **args}
+    full = launch_args(OTHER_ARGS_attn_prefill_fa128_paged, args, DERIVED_attn_prefill_fa128_paged)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="attn_prefill_fa128_paged"):
             launch(**full)
@@ -273,7 +274,7 @@ def test_attn_prefill_fa128_paged_out_of_range_arguments_are_refused(name, value
 
 def test_attn_prefill_fa128_paged_kill_switch_or_absence(monkeypatch):
     launch = mod.attn_prefill_fa128_paged
-    full = {**OTHER_ARGS_attn_prefill_fa128_paged, **CASES_attn_prefill_fa128_paged[0]}
+    full = launch_args(OTHER_ARGS_attn_prefill_fa128_paged, CASES_attn_prefill_fa128_paged[0], DERIVED_attn_prefill_fa128_paged)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -404,6 +405,7 @@ FLIPS_attn_prefill_fa128 = [
     ('applies', 4, '(num_q_heads % num_kv_heads) == 0', {**BASE_attn_prefill_fa128, 'num_kv_heads': 3}),
 ]
 OTHER_ARGS_attn_prefill_fa128 = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
+DERIVED_attn_prefill_fa128 = {}
 
 
 @pytest.mark.parametrize("args", CASES_attn_prefill_fa128)
@@ -457,7 +459,7 @@ def test_attn_prefill_fa128_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.attn_prefill_fa128(**{**OTHER_ARGS_attn_prefill_fa128, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.attn_prefill_fa128(**{**launch_args(OTHER_ARGS_attn_prefill_fa128, args, DERIVED_attn_prefill_fa128), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -465,7 +467,7 @@ def test_attn_prefill_fa128_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_fa128)
 def test_attn_prefill_fa128_clause_decides_alone(kind, index, clause, args):
     launch = mod.attn_prefill_fa128
-    full = {**OTHER_ARGS_attn_prefill_fa128, **args}
+    full = launch_args(OTHER_ARGS_attn_prefill_fa128, args, DERIVED_attn_prefill_fa128)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="attn_prefill_fa128"):
             launch(**full)
@@ -512,7 +514,7 @@ def test_attn_prefill_fa128_out_of_range_arguments_are_refused(name, value, prob
 
 def test_attn_prefill_fa128_kill_switch_or_absence(monkeypatch):
     launch = mod.attn_prefill_fa128
-    full = {**OTHER_ARGS_attn_prefill_fa128, **CASES_attn_prefill_fa128[0]}
+    full = launch_args(OTHER_ARGS_attn_prefill_fa128, CASES_attn_prefill_fa128[0], DERIVED_attn_prefill_fa128)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -609,6 +611,7 @@ CASES_attn_paged = [
     {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1073741726, 'sliding_window': 0},
 ]
 OTHER_ARGS_attn_paged = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'output': fake_pointer(3), 'block_table': fake_pointer(4), 'inv_sqrt_d': 1.0}
+DERIVED_attn_paged = {}
 
 
 def expect_attn_paged(args, keys=None):
@@ -641,7 +644,7 @@ def test_attn_paged_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.attn_paged.plan(**args)
-    full = {**OTHER_ARGS_attn_paged, **args}
+    full = launch_args(OTHER_ARGS_attn_paged, args, DERIVED_attn_paged)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -731,6 +734,7 @@ CASES_attn_contiguous = [
     {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2, 'sliding_window': 0},
 ]
 OTHER_ARGS_attn_contiguous = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
+DERIVED_attn_contiguous = {}
 
 
 def expect_attn_contiguous(args, keys=None):
@@ -763,7 +767,7 @@ def test_attn_contiguous_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.attn_contiguous.plan(**args)
-    full = {**OTHER_ARGS_attn_contiguous, **args}
+    full = launch_args(OTHER_ARGS_attn_contiguous, args, DERIVED_attn_contiguous)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -140,6 +140,7 @@ FLIPS_attn_prefill_paged_64 = [
     ('variant', 0, '', {**BASE_attn_prefill_paged_64, 'head_dim': 63}),
 ]
 OTHER_ARGS_attn_prefill_paged_64 = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'output': fake_pointer(3), 'block_table': fake_pointer(4), 'inv_sqrt_d': 1.0}
+DERIVED_attn_prefill_paged_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_attn_prefill_paged_64)
@@ -195,7 +196,7 @@ def test_attn_prefill_paged_64_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.attn_prefill_paged_64(**{**OTHER_ARGS_attn_prefill_paged_64, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.attn_prefill_paged_64(**{**launch_args(OTHER_ARGS_attn_prefill_paged_64, args, DERIVED_attn_prefill_paged_64), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -203,7 +204,7 @@ def test_attn_prefill_paged_64_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_paged_64)
 def test_attn_prefill_paged_64_clause_decides_alone(kind, index, clause, args):
     launch = mod.attn_prefill_paged_64
-    full = {**OTHER_ARGS_attn_prefill_paged_64, **args}
+    full = launch_args(OTHER_ARGS_attn_prefill_paged_64, args, DERIVED_attn_prefill_paged_64)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="attn_prefill_paged_64"):
             launch(**full)
@@ -254,7 +255,7 @@ def test_attn_prefill_paged_64_out_of_range_arguments_are_refused(name, value, p
 
 def test_attn_prefill_paged_64_kill_switch_or_absence(monkeypatch):
     launch = mod.attn_prefill_paged_64
-    full = {**OTHER_ARGS_attn_prefill_paged_64, **CASES_attn_prefill_paged_64[0]}
+    full = launch_args(OTHER_ARGS_attn_prefill_paged_64, CASES_attn_prefill_paged_64[0], DERIVED_attn_prefill_paged_64)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -368,6 +369,7 @@ FLIPS_attn_prefill_64 = [
     ('variant', 0, '', {**BASE_attn_prefill_64, 'head_dim': 63}),
 ]
 OTHER_ARGS_attn_prefill_64 = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
+DERIVED_attn_prefill_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_attn_prefill_64)
@@ -421,7 +423,7 @@ def test_attn_prefill_64_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.attn_prefill_64(**{**OTHER_ARGS_attn_prefill_64, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.attn_prefill_64(**{**launch_args(OTHER_ARGS_attn_prefill_64, args, DERIVED_attn_prefill_64), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -429,7 +431,7 @@ def test_attn_prefill_64_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_64)
 def test_attn_prefill_64_clause_decides_alone(kind, index, clause, args):
     launch = mod.attn_prefill_64
-    full = {**OTHER_ARGS_attn_prefill_64, **args}
+    full = launch_args(OTHER_ARGS_attn_prefill_64, args, DERIVED_attn_prefill_64)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="attn_prefill_64"):
             launch(**full)
@@ -476,7 +478,7 @@ def test_attn_prefill_64_out_of_range_arguments_are_refused(name, value, problem
 
 def test_attn_prefill_64_kill_switch_or_absence(monkeypatch):
     launch = mod.attn_prefill_64
-    full = {**OTHER_ARGS_attn_prefill_64, **CASES_attn_prefill_64[0]}
+    full = launch_args(OTHER_ARGS_attn_prefill_64, CASES_attn_prefill_64[0], DERIVED_attn_prefill_64)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
 
@@ -594,6 +596,7 @@ FLIPS_prefill_attn = [
     ('applies', 2, 'head_dim == 128', {**BASE_prefill_attn, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40}),
 ]
 OTHER_ARGS_prefill_attn = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
+DERIVED_prefill_attn = {}
 
 
 @pytest.mark.parametrize("args", CASES_prefill_attn)
@@ -647,7 +650,7 @@ def test_prefill_attn_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.prefill_attn(**{**OTHER_ARGS_prefill_attn, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.prefill_attn(**{**launch_args(OTHER_ARGS_prefill_attn, args, DERIVED_prefill_attn), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -655,7 +658,7 @@ def test_prefill_attn_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn)
 def test_prefill_attn_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn
-    full = {**OTHER_ARGS_prefill_attn, **args}
+    full = launch_args(OTHER_ARGS_prefill_attn, args, DERIVED_prefill_attn)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn"):
             launch(**full)
@@ -702,6 +705,6 @@ def test_prefill_attn_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_prefill_attn_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn
-    full = {**OTHER_ARGS_prefill_attn, **CASES_prefill_attn[0]}
+    full = launch_args(OTHER_ARGS_prefill_attn, CASES_prefill_attn[0], DERIVED_prefill_attn)
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -120,6 +120,7 @@ FLIPS_batched_embed_bf16 = [
     ('applies', 0, '(hidden % 8) == 0', {**BASE_batched_embed_bf16, 'hidden': 4095}),
 ]
 OTHER_ARGS_batched_embed_bf16 = {'ids': fake_pointer(0), 'table': fake_pointer(1), 'out': fake_pointer(2)}
+DERIVED_batched_embed_bf16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_batched_embed_bf16)
@@ -171,7 +172,7 @@ def test_batched_embed_bf16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.batched_embed_bf16(**{**OTHER_ARGS_batched_embed_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.batched_embed_bf16(**{**launch_args(OTHER_ARGS_batched_embed_bf16, args, DERIVED_batched_embed_bf16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -179,7 +180,7 @@ def test_batched_embed_bf16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_batched_embed_bf16)
 def test_batched_embed_bf16_clause_decides_alone(kind, index, clause, args):
     launch = mod.batched_embed_bf16
-    full = {**OTHER_ARGS_batched_embed_bf16, **args}
+    full = launch_args(OTHER_ARGS_batched_embed_bf16, args, DERIVED_batched_embed_bf16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="batched_embed_bf16"):
             launch(**full)
@@ -218,7 +219,7 @@ def test_batched_embed_bf16_out_of_range_arguments_are_refused(name, value, prob
 
 def test_batched_embed_bf16_kill_switch_or_absence(monkeypatch):
     launch = mod.batched_embed_bf16
-    full = {**OTHER_ARGS_batched_embed_bf16, **CASES_batched_embed_bf16[0]}
+    full = launch_args(OTHER_ARGS_batched_embed_bf16, CASES_batched_embed_bf16[0], DERIVED_batched_embed_bf16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -137,6 +137,7 @@ FLIPS_dflash2_conv2 = [
     ('requires', 2, 'hidden >= 16', {**BASE_dflash2_conv2, 'hidden': 0}),
 ]
 OTHER_ARGS_dflash2_conv2 = {'x': fake_pointer(0), 'base': fake_pointer(1), 'delta': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_dflash2_conv2 = {}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_conv2)
@@ -190,7 +191,7 @@ def test_dflash2_conv2_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dflash2_conv2(**{**OTHER_ARGS_dflash2_conv2, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dflash2_conv2(**{**launch_args(OTHER_ARGS_dflash2_conv2, args, DERIVED_dflash2_conv2), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -198,7 +199,7 @@ def test_dflash2_conv2_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_conv2)
 def test_dflash2_conv2_clause_decides_alone(kind, index, clause, args):
     launch = mod.dflash2_conv2
-    full = {**OTHER_ARGS_dflash2_conv2, **args}
+    full = launch_args(OTHER_ARGS_dflash2_conv2, args, DERIVED_dflash2_conv2)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_conv2"):
             launch(**full)
@@ -235,7 +236,7 @@ def test_dflash2_conv2_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_dflash2_conv2_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_conv2
-    full = {**OTHER_ARGS_dflash2_conv2, **CASES_dflash2_conv2[0]}
+    full = launch_args(OTHER_ARGS_dflash2_conv2, CASES_dflash2_conv2[0], DERIVED_dflash2_conv2)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -337,6 +338,7 @@ FLIPS_dflash2_topk16_f32 = [
     ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_f32, 'rows': 65536}),
 ]
 OTHER_ARGS_dflash2_topk16_f32 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'multiplier': 1.0, 'cap': 1.0}
+DERIVED_dflash2_topk16_f32 = {}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_topk16_f32)
@@ -388,7 +390,7 @@ def test_dflash2_topk16_f32_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dflash2_topk16_f32(**{**OTHER_ARGS_dflash2_topk16_f32, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dflash2_topk16_f32(**{**launch_args(OTHER_ARGS_dflash2_topk16_f32, args, DERIVED_dflash2_topk16_f32), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -396,7 +398,7 @@ def test_dflash2_topk16_f32_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_f32)
 def test_dflash2_topk16_f32_clause_decides_alone(kind, index, clause, args):
     launch = mod.dflash2_topk16_f32
-    full = {**OTHER_ARGS_dflash2_topk16_f32, **args}
+    full = launch_args(OTHER_ARGS_dflash2_topk16_f32, args, DERIVED_dflash2_topk16_f32)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_topk16_f32"):
             launch(**full)
@@ -433,7 +435,7 @@ def test_dflash2_topk16_f32_out_of_range_arguments_are_refused(name, value, prob
 
 def test_dflash2_topk16_f32_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_topk16_f32
-    full = {**OTHER_ARGS_dflash2_topk16_f32, **CASES_dflash2_topk16_f32[0]}
+    full = launch_args(OTHER_ARGS_dflash2_topk16_f32, CASES_dflash2_topk16_f32[0], DERIVED_dflash2_topk16_f32)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -533,6 +535,7 @@ FLIPS_dflash2_topk16_bf16 = [
     ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_bf16, 'rows': 65536}),
 ]
 OTHER_ARGS_dflash2_topk16_bf16 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'multiplier': 1.0, 'cap': 1.0}
+DERIVED_dflash2_topk16_bf16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_topk16_bf16)
@@ -584,7 +587,7 @@ def test_dflash2_topk16_bf16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dflash2_topk16_bf16(**{**OTHER_ARGS_dflash2_topk16_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dflash2_topk16_bf16(**{**launch_args(OTHER_ARGS_dflash2_topk16_bf16, args, DERIVED_dflash2_topk16_bf16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -592,7 +595,7 @@ def test_dflash2_topk16_bf16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_bf16)
 def test_dflash2_topk16_bf16_clause_decides_alone(kind, index, clause, args):
     launch = mod.dflash2_topk16_bf16
-    full = {**OTHER_ARGS_dflash2_topk16_bf16, **args}
+    full = launch_args(OTHER_ARGS_dflash2_topk16_bf16, args, DERIVED_dflash2_topk16_bf16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_topk16_bf16"):
             launch(**full)
@@ -629,7 +632,7 @@ def test_dflash2_topk16_bf16_out_of_range_arguments_are_refused(name, value, pro
 
 def test_dflash2_topk16_bf16_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_topk16_bf16
-    full = {**OTHER_ARGS_dflash2_topk16_bf16, **CASES_dflash2_topk16_bf16[0]}
+    full = launch_args(OTHER_ARGS_dflash2_topk16_bf16, CASES_dflash2_topk16_bf16[0], DERIVED_dflash2_topk16_bf16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -754,6 +757,7 @@ FLIPS_dflash2_selector_walk = [
     ('requires', 5, 'batch <= 268435455', {**BASE_dflash2_selector_walk, 'batch': 268435456}),
 ]
 OTHER_ARGS_dflash2_selector_walk = {'cand': fake_pointer(0), 'u': fake_pointer(1), 'h': fake_pointer(2), 'p_codebook': fake_pointer(3), 'q_codebook': fake_pointer(4), 'anchor': fake_pointer(5), 'out': fake_pointer(6)}
+DERIVED_dflash2_selector_walk = {}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_selector_walk)
@@ -813,7 +817,7 @@ def test_dflash2_selector_walk_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dflash2_selector_walk(**{**OTHER_ARGS_dflash2_selector_walk, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dflash2_selector_walk(**{**launch_args(OTHER_ARGS_dflash2_selector_walk, args, DERIVED_dflash2_selector_walk), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -821,7 +825,7 @@ def test_dflash2_selector_walk_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_selector_walk)
 def test_dflash2_selector_walk_clause_decides_alone(kind, index, clause, args):
     launch = mod.dflash2_selector_walk
-    full = {**OTHER_ARGS_dflash2_selector_walk, **args}
+    full = launch_args(OTHER_ARGS_dflash2_selector_walk, args, DERIVED_dflash2_selector_walk)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_selector_walk"):
             launch(**full)
@@ -862,7 +866,7 @@ def test_dflash2_selector_walk_out_of_range_arguments_are_refused(name, value, p
 
 def test_dflash2_selector_walk_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_selector_walk
-    full = {**OTHER_ARGS_dflash2_selector_walk, **CASES_dflash2_selector_walk[0]}
+    full = launch_args(OTHER_ARGS_dflash2_selector_walk, CASES_dflash2_selector_walk[0], DERIVED_dflash2_selector_walk)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -119,6 +119,7 @@ FLIPS_fill_slots = [
     ('requires', 1, '(start + count) <= 4294967295', {**BASE_fill_slots, 'start': 4294967295}),
 ]
 OTHER_ARGS_fill_slots = {'block_table': fake_pointer(0), 'slots': fake_pointer(1)}
+DERIVED_fill_slots = {}
 
 
 @pytest.mark.parametrize("args", CASES_fill_slots)
@@ -168,7 +169,7 @@ def test_fill_slots_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fill_slots(**{**OTHER_ARGS_fill_slots, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fill_slots(**{**launch_args(OTHER_ARGS_fill_slots, args, DERIVED_fill_slots), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -176,7 +177,7 @@ def test_fill_slots_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fill_slots)
 def test_fill_slots_clause_decides_alone(kind, index, clause, args):
     launch = mod.fill_slots
-    full = {**OTHER_ARGS_fill_slots, **args}
+    full = launch_args(OTHER_ARGS_fill_slots, args, DERIVED_fill_slots)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fill_slots"):
             launch(**full)
@@ -215,7 +216,7 @@ def test_fill_slots_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fill_slots_kill_switch_or_absence(monkeypatch):
     launch = mod.fill_slots
-    full = {**OTHER_ARGS_fill_slots, **CASES_fill_slots[0]}
+    full = launch_args(OTHER_ARGS_fill_slots, CASES_fill_slots[0], DERIVED_fill_slots)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -145,6 +145,7 @@ FLIPS_fp8_gemv_tma = [
     ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_tma, 'k': 4095}),
 ]
 OTHER_ARGS_fp8_gemv_tma = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_tma = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_tma)
@@ -198,7 +199,7 @@ def test_fp8_gemv_tma_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_tma(**{**OTHER_ARGS_fp8_gemv_tma, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_tma(**{**launch_args(OTHER_ARGS_fp8_gemv_tma, args, DERIVED_fp8_gemv_tma), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -206,7 +207,7 @@ def test_fp8_gemv_tma_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_tma)
 def test_fp8_gemv_tma_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_tma
-    full = {**OTHER_ARGS_fp8_gemv_tma, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_tma, args, DERIVED_fp8_gemv_tma)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_tma"):
             launch(**full)
@@ -245,7 +246,7 @@ def test_fp8_gemv_tma_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemv_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_tma
-    full = {**OTHER_ARGS_fp8_gemv_tma, **CASES_fp8_gemv_tma[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_tma, CASES_fp8_gemv_tma[0], DERIVED_fp8_gemv_tma)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -364,6 +365,7 @@ FLIPS_fp8_gemv_rt2 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2)
@@ -417,7 +419,7 @@ def test_fp8_gemv_rt2_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2(**{**OTHER_ARGS_fp8_gemv_rt2, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2, args, DERIVED_fp8_gemv_rt2), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -425,7 +427,7 @@ def test_fp8_gemv_rt2_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2)
 def test_fp8_gemv_rt2_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2
-    full = {**OTHER_ARGS_fp8_gemv_rt2, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2, args, DERIVED_fp8_gemv_rt2)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2"):
             launch(**full)
@@ -464,7 +466,7 @@ def test_fp8_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2
-    full = {**OTHER_ARGS_fp8_gemv_rt2, **CASES_fp8_gemv_rt2[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2, CASES_fp8_gemv_rt2[0], DERIVED_fp8_gemv_rt2)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -581,6 +583,7 @@ FLIPS_fp8_gemv_rt2_16 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16)
@@ -634,7 +637,7 @@ def test_fp8_gemv_rt2_16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16(**{**OTHER_ARGS_fp8_gemv_rt2_16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16, args, DERIVED_fp8_gemv_rt2_16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -642,7 +645,7 @@ def test_fp8_gemv_rt2_16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16)
 def test_fp8_gemv_rt2_16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16, args, DERIVED_fp8_gemv_rt2_16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16"):
             launch(**full)
@@ -681,7 +684,7 @@ def test_fp8_gemv_rt2_16_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16, **CASES_fp8_gemv_rt2_16[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16, CASES_fp8_gemv_rt2_16[0], DERIVED_fp8_gemv_rt2_16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -803,6 +806,7 @@ FLIPS_fp8_gemv_rt1 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1)
@@ -856,7 +860,7 @@ def test_fp8_gemv_rt1_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1(**{**OTHER_ARGS_fp8_gemv_rt1, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1, args, DERIVED_fp8_gemv_rt1), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -864,7 +868,7 @@ def test_fp8_gemv_rt1_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1)
 def test_fp8_gemv_rt1_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1
-    full = {**OTHER_ARGS_fp8_gemv_rt1, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1, args, DERIVED_fp8_gemv_rt1)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1"):
             launch(**full)
@@ -903,7 +907,7 @@ def test_fp8_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1
-    full = {**OTHER_ARGS_fp8_gemv_rt1, **CASES_fp8_gemv_rt1[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1, CASES_fp8_gemv_rt1[0], DERIVED_fp8_gemv_rt1)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1025,6 +1029,7 @@ FLIPS_fp8_gemv_rt1_16 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16)
@@ -1078,7 +1083,7 @@ def test_fp8_gemv_rt1_16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_16(**{**OTHER_ARGS_fp8_gemv_rt1_16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_16(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_16, args, DERIVED_fp8_gemv_rt1_16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1086,7 +1091,7 @@ def test_fp8_gemv_rt1_16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16)
 def test_fp8_gemv_rt1_16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_16
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16, args, DERIVED_fp8_gemv_rt1_16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16"):
             launch(**full)
@@ -1125,7 +1130,7 @@ def test_fp8_gemv_rt1_16_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt1_16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_16
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **CASES_fp8_gemv_rt1_16[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16, CASES_fp8_gemv_rt1_16[0], DERIVED_fp8_gemv_rt1_16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1246,6 +1251,7 @@ FLIPS_fp8_gemv_rt2_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_8, 'n': 1024, 'rows': 8}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_8)
@@ -1299,7 +1305,7 @@ def test_fp8_gemv_rt2_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, args, DERIVED_fp8_gemv_rt2_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1307,7 +1313,7 @@ def test_fp8_gemv_rt2_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_8)
 def test_fp8_gemv_rt2_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, args, DERIVED_fp8_gemv_rt2_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_8"):
             launch(**full)
@@ -1346,7 +1352,7 @@ def test_fp8_gemv_rt2_ks_8_out_of_range_arguments_are_refused(name, value, probl
 
 def test_fp8_gemv_rt2_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **CASES_fp8_gemv_rt2_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_8, CASES_fp8_gemv_rt2_ks_8[0], DERIVED_fp8_gemv_rt2_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1469,6 +1475,7 @@ FLIPS_fp8_gemv_rt2_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_4)
@@ -1522,7 +1529,7 @@ def test_fp8_gemv_rt2_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, args, DERIVED_fp8_gemv_rt2_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1530,7 +1537,7 @@ def test_fp8_gemv_rt2_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_4)
 def test_fp8_gemv_rt2_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, args, DERIVED_fp8_gemv_rt2_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_4"):
             launch(**full)
@@ -1569,7 +1576,7 @@ def test_fp8_gemv_rt2_ks_4_out_of_range_arguments_are_refused(name, value, probl
 
 def test_fp8_gemv_rt2_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **CASES_fp8_gemv_rt2_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks_4, CASES_fp8_gemv_rt2_ks_4[0], DERIVED_fp8_gemv_rt2_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1692,6 +1699,7 @@ FLIPS_fp8_gemv_rt2_16_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_8)
@@ -1745,7 +1753,7 @@ def test_fp8_gemv_rt2_16_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, args, DERIVED_fp8_gemv_rt2_16_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1753,7 +1761,7 @@ def test_fp8_gemv_rt2_16_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_8)
 def test_fp8_gemv_rt2_16_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, args, DERIVED_fp8_gemv_rt2_16_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_8"):
             launch(**full)
@@ -1792,7 +1800,7 @@ def test_fp8_gemv_rt2_16_ks_8_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_16_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **CASES_fp8_gemv_rt2_16_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_8, CASES_fp8_gemv_rt2_16_ks_8[0], DERIVED_fp8_gemv_rt2_16_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1916,6 +1924,7 @@ FLIPS_fp8_gemv_rt2_16_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_4)
@@ -1969,7 +1978,7 @@ def test_fp8_gemv_rt2_16_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, args, DERIVED_fp8_gemv_rt2_16_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1977,7 +1986,7 @@ def test_fp8_gemv_rt2_16_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_4)
 def test_fp8_gemv_rt2_16_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, args, DERIVED_fp8_gemv_rt2_16_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_4"):
             launch(**full)
@@ -2016,7 +2025,7 @@ def test_fp8_gemv_rt2_16_ks_4_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **CASES_fp8_gemv_rt2_16_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks_4, CASES_fp8_gemv_rt2_16_ks_4[0], DERIVED_fp8_gemv_rt2_16_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -2130,6 +2139,7 @@ FLIPS_fp8_gemv_rt2_32 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_32, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32)
@@ -2183,7 +2193,7 @@ def test_fp8_gemv_rt2_32_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_32(**{**OTHER_ARGS_fp8_gemv_rt2_32, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_32(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_32, args, DERIVED_fp8_gemv_rt2_32), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -2191,7 +2201,7 @@ def test_fp8_gemv_rt2_32_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_32)
 def test_fp8_gemv_rt2_32_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_32
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32, args, DERIVED_fp8_gemv_rt2_32)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_32"):
             launch(**full)
@@ -2230,7 +2240,7 @@ def test_fp8_gemv_rt2_32_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt2_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32, **CASES_fp8_gemv_rt2_32[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32, CASES_fp8_gemv_rt2_32[0], DERIVED_fp8_gemv_rt2_32)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -2349,6 +2359,7 @@ FLIPS_fp8_gemv_rt2_32_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 17}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_8)
@@ -2402,7 +2413,7 @@ def test_fp8_gemv_rt2_32_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_32_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_32_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_8, args, DERIVED_fp8_gemv_rt2_32_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -2410,7 +2421,7 @@ def test_fp8_gemv_rt2_32_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_32_ks_8)
 def test_fp8_gemv_rt2_32_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_32_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_8, args, DERIVED_fp8_gemv_rt2_32_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_32_ks_8"):
             launch(**full)
@@ -2449,7 +2460,7 @@ def test_fp8_gemv_rt2_32_ks_8_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_32_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **CASES_fp8_gemv_rt2_32_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_8, CASES_fp8_gemv_rt2_32_ks_8[0], DERIVED_fp8_gemv_rt2_32_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -2569,6 +2580,7 @@ FLIPS_fp8_gemv_rt2_32_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_4)
@@ -2622,7 +2634,7 @@ def test_fp8_gemv_rt2_32_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_32_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_32_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_4, args, DERIVED_fp8_gemv_rt2_32_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -2630,7 +2642,7 @@ def test_fp8_gemv_rt2_32_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_32_ks_4)
 def test_fp8_gemv_rt2_32_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_32_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_4, args, DERIVED_fp8_gemv_rt2_32_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_32_ks_4"):
             launch(**full)
@@ -2669,7 +2681,7 @@ def test_fp8_gemv_rt2_32_ks_4_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_32_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **CASES_fp8_gemv_rt2_32_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks_4, CASES_fp8_gemv_rt2_32_ks_4[0], DERIVED_fp8_gemv_rt2_32_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -2788,6 +2800,7 @@ FLIPS_fp8_gemv_rt1_32 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_32, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_32 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_32)
@@ -2841,7 +2854,7 @@ def test_fp8_gemv_rt1_32_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_32(**{**OTHER_ARGS_fp8_gemv_rt1_32, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_32(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_32, args, DERIVED_fp8_gemv_rt1_32), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -2849,7 +2862,7 @@ def test_fp8_gemv_rt1_32_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_32)
 def test_fp8_gemv_rt1_32_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_32
-    full = {**OTHER_ARGS_fp8_gemv_rt1_32, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_32, args, DERIVED_fp8_gemv_rt1_32)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_32"):
             launch(**full)
@@ -2888,7 +2901,7 @@ def test_fp8_gemv_rt1_32_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_32
-    full = {**OTHER_ARGS_fp8_gemv_rt1_32, **CASES_fp8_gemv_rt1_32[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_32, CASES_fp8_gemv_rt1_32[0], DERIVED_fp8_gemv_rt1_32)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3001,6 +3014,7 @@ FLIPS_fp8_gemv_rt2_64 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_64, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64)
@@ -3054,7 +3068,7 @@ def test_fp8_gemv_rt2_64_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_64(**{**OTHER_ARGS_fp8_gemv_rt2_64, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_64(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_64, args, DERIVED_fp8_gemv_rt2_64), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3062,7 +3076,7 @@ def test_fp8_gemv_rt2_64_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64)
 def test_fp8_gemv_rt2_64_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_64
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64, args, DERIVED_fp8_gemv_rt2_64)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64"):
             launch(**full)
@@ -3101,7 +3115,7 @@ def test_fp8_gemv_rt2_64_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt2_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64, **CASES_fp8_gemv_rt2_64[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64, CASES_fp8_gemv_rt2_64[0], DERIVED_fp8_gemv_rt2_64)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3219,6 +3233,7 @@ FLIPS_fp8_gemv_rt2_64_ks_8 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 33}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks_8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_8)
@@ -3272,7 +3287,7 @@ def test_fp8_gemv_rt2_64_ks_8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_64_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_64_ks_8(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_8, args, DERIVED_fp8_gemv_rt2_64_ks_8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3280,7 +3295,7 @@ def test_fp8_gemv_rt2_64_ks_8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64_ks_8)
 def test_fp8_gemv_rt2_64_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_64_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_8, args, DERIVED_fp8_gemv_rt2_64_ks_8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64_ks_8"):
             launch(**full)
@@ -3319,7 +3334,7 @@ def test_fp8_gemv_rt2_64_ks_8_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_64_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_8
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **CASES_fp8_gemv_rt2_64_ks_8[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_8, CASES_fp8_gemv_rt2_64_ks_8[0], DERIVED_fp8_gemv_rt2_64_ks_8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3439,6 +3454,7 @@ FLIPS_fp8_gemv_rt2_64_ks_4 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1025}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks_4 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_4)
@@ -3492,7 +3508,7 @@ def test_fp8_gemv_rt2_64_ks_4_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_64_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_64_ks_4(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_4, args, DERIVED_fp8_gemv_rt2_64_ks_4), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3500,7 +3516,7 @@ def test_fp8_gemv_rt2_64_ks_4_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64_ks_4)
 def test_fp8_gemv_rt2_64_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_64_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_4, args, DERIVED_fp8_gemv_rt2_64_ks_4)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64_ks_4"):
             launch(**full)
@@ -3539,7 +3555,7 @@ def test_fp8_gemv_rt2_64_ks_4_out_of_range_arguments_are_refused(name, value, pr
 
 def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_4
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **CASES_fp8_gemv_rt2_64_ks_4[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks_4, CASES_fp8_gemv_rt2_64_ks_4[0], DERIVED_fp8_gemv_rt2_64_ks_4)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3658,6 +3674,7 @@ FLIPS_fp8_gemv_rt1_64 = [
     ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_64, 'n': 3072}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_64 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64)
@@ -3711,7 +3728,7 @@ def test_fp8_gemv_rt1_64_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_64(**{**OTHER_ARGS_fp8_gemv_rt1_64, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_64(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_64, args, DERIVED_fp8_gemv_rt1_64), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3719,7 +3736,7 @@ def test_fp8_gemv_rt1_64_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_64)
 def test_fp8_gemv_rt1_64_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_64
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64, args, DERIVED_fp8_gemv_rt1_64)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_64"):
             launch(**full)
@@ -3758,7 +3775,7 @@ def test_fp8_gemv_rt1_64_out_of_range_arguments_are_refused(name, value, problem
 
 def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64, **CASES_fp8_gemv_rt1_64[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64, CASES_fp8_gemv_rt1_64[0], DERIVED_fp8_gemv_rt1_64)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -3877,6 +3894,7 @@ FLIPS_fp8_gemv_rt1_64_128 = [
     ('applies', 3, 'div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)', {**BASE_fp8_gemv_rt1_64_128, 'n': 1}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt1_64_128 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64_128)
@@ -3930,7 +3948,7 @@ def test_fp8_gemv_rt1_64_128_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_64_128(**{**OTHER_ARGS_fp8_gemv_rt1_64_128, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_64_128(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_64_128, args, DERIVED_fp8_gemv_rt1_64_128), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -3938,7 +3956,7 @@ def test_fp8_gemv_rt1_64_128_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_64_128)
 def test_fp8_gemv_rt1_64_128_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_64_128
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64_128, args, DERIVED_fp8_gemv_rt1_64_128)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_64_128"):
             launch(**full)
@@ -3977,7 +3995,7 @@ def test_fp8_gemv_rt1_64_128_out_of_range_arguments_are_refused(name, value, pro
 
 def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64_128
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_64_128, CASES_fp8_gemv_rt1_64_128[0], DERIVED_fp8_gemv_rt1_64_128)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -4090,6 +4108,7 @@ FLIPS_fp8_gemv_rt2_16_x3 = [
     ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16_x3, 'k': 32768}),
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_rt2_16_x3 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_x3)
@@ -4155,7 +4174,7 @@ def test_fp8_gemv_rt2_16_x3_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt2_16_x3(**{**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt2_16_x3(**{**launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, args, DERIVED_fp8_gemv_rt2_16_x3), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -4163,7 +4182,7 @@ def test_fp8_gemv_rt2_16_x3_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_x3)
 def test_fp8_gemv_rt2_16_x3_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, args, DERIVED_fp8_gemv_rt2_16_x3)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_x3"):
             launch(**full)
@@ -4206,7 +4225,7 @@ def test_fp8_gemv_rt2_16_x3_out_of_range_arguments_are_refused(name, value, prob
 
 def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **CASES_fp8_gemv_rt2_16_x3[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_x3, CASES_fp8_gemv_rt2_16_x3[0], DERIVED_fp8_gemv_rt2_16_x3)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -4325,6 +4344,7 @@ FLIPS_fp8_gemv_rt1_16_x3 = [
     ('applies', 3, '(tiles * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0}),
 ]
 OTHER_ARGS_fp8_gemv_rt1_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_rt1_16_x3 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16_x3)
@@ -4390,7 +4410,7 @@ def test_fp8_gemv_rt1_16_x3_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemv_rt1_16_x3(**{**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemv_rt1_16_x3(**{**launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, args, DERIVED_fp8_gemv_rt1_16_x3), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -4398,7 +4418,7 @@ def test_fp8_gemv_rt1_16_x3_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16_x3)
 def test_fp8_gemv_rt1_16_x3_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, args, DERIVED_fp8_gemv_rt1_16_x3)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16_x3"):
             launch(**full)
@@ -4441,7 +4461,7 @@ def test_fp8_gemv_rt1_16_x3_out_of_range_arguments_are_refused(name, value, prob
 
 def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_16_x3
-    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **CASES_fp8_gemv_rt1_16_x3[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt1_16_x3, CASES_fp8_gemv_rt1_16_x3[0], DERIVED_fp8_gemv_rt1_16_x3)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -4494,6 +4514,7 @@ CASES_fp8_gemv_rt2_ks = [
     {'k': 4096, 'n': 2114, 'rows': 1},
 ]
 OTHER_ARGS_fp8_gemv_rt2_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_ks = {}
 
 
 def expect_fp8_gemv_rt2_ks(args, keys=None):
@@ -4526,7 +4547,7 @@ def test_fp8_gemv_rt2_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_ks, args, DERIVED_fp8_gemv_rt2_ks)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -4583,6 +4604,7 @@ CASES_fp8_gemv_rt2_16_ks = [
     {'k': 4096, 'n': 2114, 'rows': 16},
 ]
 OTHER_ARGS_fp8_gemv_rt2_16_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_16_ks = {}
 
 
 def expect_fp8_gemv_rt2_16_ks(args, keys=None):
@@ -4615,7 +4637,7 @@ def test_fp8_gemv_rt2_16_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_16_ks, args, DERIVED_fp8_gemv_rt2_16_ks)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -4668,6 +4690,7 @@ CASES_fp8_gemv_rt2_32_ks = [
     {'k': 4096, 'n': 1026, 'rows': 32},
 ]
 OTHER_ARGS_fp8_gemv_rt2_32_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_32_ks = {}
 
 
 def expect_fp8_gemv_rt2_32_ks(args, keys=None):
@@ -4700,7 +4723,7 @@ def test_fp8_gemv_rt2_32_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_32_ks, args, DERIVED_fp8_gemv_rt2_32_ks)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -4753,6 +4776,7 @@ CASES_fp8_gemv_rt2_64_ks = [
     {'k': 4096, 'n': 1026, 'rows': 64},
 ]
 OTHER_ARGS_fp8_gemv_rt2_64_ks = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemv_rt2_64_ks = {}
 
 
 def expect_fp8_gemv_rt2_64_ks(args, keys=None):
@@ -4785,7 +4809,7 @@ def test_fp8_gemv_rt2_64_ks_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_rt2_64_ks, args, DERIVED_fp8_gemv_rt2_64_ks)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return
@@ -4837,6 +4861,7 @@ CASES_fp8_gemv_16_x3 = [
     {'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
 ]
 OTHER_ARGS_fp8_gemv_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+DERIVED_fp8_gemv_16_x3 = {}
 
 
 def expect_fp8_gemv_16_x3(args, keys=None):
@@ -4869,7 +4894,7 @@ def test_fp8_gemv_16_x3_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_gemv_16_x3.plan(**args)
-    full = {**OTHER_ARGS_fp8_gemv_16_x3, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemv_16_x3, args, DERIVED_fp8_gemv_16_x3)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return

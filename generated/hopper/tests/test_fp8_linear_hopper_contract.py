@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -121,6 +121,7 @@ FLIPS_quantize_bf16_to_fp8 = [
     ('requires', 0, 'k >= 1', {**BASE_quantize_bf16_to_fp8, 'k': 0}),
 ]
 OTHER_ARGS_quantize_bf16_to_fp8 = {'w': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2)}
+DERIVED_quantize_bf16_to_fp8 = {}
 
 
 @pytest.mark.parametrize("args", CASES_quantize_bf16_to_fp8)
@@ -172,7 +173,7 @@ def test_quantize_bf16_to_fp8_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.quantize_bf16_to_fp8(**{**OTHER_ARGS_quantize_bf16_to_fp8, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.quantize_bf16_to_fp8(**{**launch_args(OTHER_ARGS_quantize_bf16_to_fp8, args, DERIVED_quantize_bf16_to_fp8), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -180,7 +181,7 @@ def test_quantize_bf16_to_fp8_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_quantize_bf16_to_fp8)
 def test_quantize_bf16_to_fp8_clause_decides_alone(kind, index, clause, args):
     launch = mod.quantize_bf16_to_fp8
-    full = {**OTHER_ARGS_quantize_bf16_to_fp8, **args}
+    full = launch_args(OTHER_ARGS_quantize_bf16_to_fp8, args, DERIVED_quantize_bf16_to_fp8)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="quantize_bf16_to_fp8"):
             launch(**full)
@@ -217,7 +218,7 @@ def test_quantize_bf16_to_fp8_out_of_range_arguments_are_refused(name, value, pr
 
 def test_quantize_bf16_to_fp8_kill_switch_or_absence(monkeypatch):
     launch = mod.quantize_bf16_to_fp8
-    full = {**OTHER_ARGS_quantize_bf16_to_fp8, **CASES_quantize_bf16_to_fp8[0]}
+    full = launch_args(OTHER_ARGS_quantize_bf16_to_fp8, CASES_quantize_bf16_to_fp8[0], DERIVED_quantize_bf16_to_fp8)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -314,6 +315,7 @@ FLIPS_dense_gemv_fp8w = [
     ('applies', 0, 'rows <= 8', {**BASE_dense_gemv_fp8w, 'rows': 9}),
 ]
 OTHER_ARGS_dense_gemv_fp8w = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_dense_gemv_fp8w = {}
 
 
 @pytest.mark.parametrize("args", CASES_dense_gemv_fp8w)
@@ -367,7 +369,7 @@ def test_dense_gemv_fp8w_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.dense_gemv_fp8w(**{**OTHER_ARGS_dense_gemv_fp8w, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.dense_gemv_fp8w(**{**launch_args(OTHER_ARGS_dense_gemv_fp8w, args, DERIVED_dense_gemv_fp8w), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -375,7 +377,7 @@ def test_dense_gemv_fp8w_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemv_fp8w)
 def test_dense_gemv_fp8w_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemv_fp8w
-    full = {**OTHER_ARGS_dense_gemv_fp8w, **args}
+    full = launch_args(OTHER_ARGS_dense_gemv_fp8w, args, DERIVED_dense_gemv_fp8w)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="dense_gemv_fp8w"):
             launch(**full)
@@ -414,7 +416,7 @@ def test_dense_gemv_fp8w_out_of_range_arguments_are_refused(name, value, problem
 
 def test_dense_gemv_fp8w_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemv_fp8w
-    full = {**OTHER_ARGS_dense_gemv_fp8w, **CASES_dense_gemv_fp8w[0]}
+    full = launch_args(OTHER_ARGS_dense_gemv_fp8w, CASES_dense_gemv_fp8w[0], DERIVED_dense_gemv_fp8w)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -518,6 +520,7 @@ FLIPS_fp8_gemm_n128_row_scaled_m16 = [
     ('applies', 1, 'k <= 16384', {**BASE_fp8_gemm_n128_row_scaled_m16, 'k': 16385}),
 ]
 OTHER_ARGS_fp8_gemm_n128_row_scaled_m16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemm_n128_row_scaled_m16 = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemm_n128_row_scaled_m16)
@@ -571,7 +574,7 @@ def test_fp8_gemm_n128_row_scaled_m16_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemm_n128_row_scaled_m16(**{**OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemm_n128_row_scaled_m16(**{**launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, args, DERIVED_fp8_gemm_n128_row_scaled_m16), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -579,7 +582,7 @@ def test_fp8_gemm_n128_row_scaled_m16_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_n128_row_scaled_m16)
 def test_fp8_gemm_n128_row_scaled_m16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemm_n128_row_scaled_m16
-    full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, args, DERIVED_fp8_gemm_n128_row_scaled_m16)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemm_n128_row_scaled_m16"):
             launch(**full)
@@ -618,7 +621,7 @@ def test_fp8_gemm_n128_row_scaled_m16_out_of_range_arguments_are_refused(name, v
 
 def test_fp8_gemm_n128_row_scaled_m16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemm_n128_row_scaled_m16
-    full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, **CASES_fp8_gemm_n128_row_scaled_m16[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, CASES_fp8_gemm_n128_row_scaled_m16[0], DERIVED_fp8_gemm_n128_row_scaled_m16)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -718,6 +721,7 @@ FLIPS_fp8_gemm_n128_row_scaled = [
     ('requires', 1, 'div_ceil(n, TILE) <= 65535', {**BASE_fp8_gemm_n128_row_scaled, 'n': 8388607}),
 ]
 OTHER_ARGS_fp8_gemm_n128_row_scaled = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemm_n128_row_scaled = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemm_n128_row_scaled)
@@ -771,7 +775,7 @@ def test_fp8_gemm_n128_row_scaled_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemm_n128_row_scaled(**{**OTHER_ARGS_fp8_gemm_n128_row_scaled, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemm_n128_row_scaled(**{**launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled, args, DERIVED_fp8_gemm_n128_row_scaled), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -779,7 +783,7 @@ def test_fp8_gemm_n128_row_scaled_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_n128_row_scaled)
 def test_fp8_gemm_n128_row_scaled_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemm_n128_row_scaled
-    full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled, args, DERIVED_fp8_gemm_n128_row_scaled)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemm_n128_row_scaled"):
             launch(**full)
@@ -818,7 +822,7 @@ def test_fp8_gemm_n128_row_scaled_out_of_range_arguments_are_refused(name, value
 
 def test_fp8_gemm_n128_row_scaled_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemm_n128_row_scaled
-    full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled, **CASES_fp8_gemm_n128_row_scaled[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemm_n128_row_scaled, CASES_fp8_gemm_n128_row_scaled[0], DERIVED_fp8_gemm_n128_row_scaled)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -920,6 +924,7 @@ FLIPS_fp8_gemm_tma = [
     ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemm_tma, 'k': 4104}),
 ]
 OTHER_ARGS_fp8_gemm_tma = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_gemm_tma = {}
 
 
 @pytest.mark.parametrize("args", CASES_fp8_gemm_tma)
@@ -973,7 +978,7 @@ def test_fp8_gemm_tma_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.fp8_gemm_tma(**{**OTHER_ARGS_fp8_gemm_tma, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.fp8_gemm_tma(**{**launch_args(OTHER_ARGS_fp8_gemm_tma, args, DERIVED_fp8_gemm_tma), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -981,7 +986,7 @@ def test_fp8_gemm_tma_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_tma)
 def test_fp8_gemm_tma_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemm_tma
-    full = {**OTHER_ARGS_fp8_gemm_tma, **args}
+    full = launch_args(OTHER_ARGS_fp8_gemm_tma, args, DERIVED_fp8_gemm_tma)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemm_tma"):
             launch(**full)
@@ -1020,7 +1025,7 @@ def test_fp8_gemm_tma_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemm_tma
-    full = {**OTHER_ARGS_fp8_gemm_tma, **CASES_fp8_gemm_tma[0]}
+    full = launch_args(OTHER_ARGS_fp8_gemm_tma, CASES_fp8_gemm_tma[0], DERIVED_fp8_gemm_tma)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1397,6 +1402,7 @@ CASES_fp8_linear = [
     {'k': 4096, 'n': 8388482, 'rows': 2048},
 ]
 OTHER_ARGS_fp8_linear = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+DERIVED_fp8_linear = {}
 
 
 def expect_fp8_linear(args, keys=None):
@@ -1429,7 +1435,7 @@ def test_fp8_linear_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.fp8_linear.plan(**args)
-    full = {**OTHER_ARGS_fp8_linear, **args}
+    full = launch_args(OTHER_ARGS_fp8_linear, args, DERIVED_fp8_linear)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return

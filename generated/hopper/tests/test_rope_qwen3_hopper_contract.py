@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -129,6 +129,7 @@ FLIPS_rope_qwen3 = [
     ('applies', 0, 'head_dim == HEAD_DIM', {**BASE_rope_qwen3, 'head_dim': 64}),
 ]
 OTHER_ARGS_rope_qwen3 = {'q': fake_pointer(0), 'k': fake_pointer(1), 'q_norm': fake_pointer(2), 'k_norm': fake_pointer(3), 'positions': fake_pointer(4), 'eps': 1.0, 'theta': 1.0}
+DERIVED_rope_qwen3 = {}
 
 
 @pytest.mark.parametrize("args", CASES_rope_qwen3)
@@ -184,7 +185,7 @@ def test_rope_qwen3_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.rope_qwen3(**{**OTHER_ARGS_rope_qwen3, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.rope_qwen3(**{**launch_args(OTHER_ARGS_rope_qwen3, args, DERIVED_rope_qwen3), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -192,7 +193,7 @@ def test_rope_qwen3_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_rope_qwen3)
 def test_rope_qwen3_clause_decides_alone(kind, index, clause, args):
     launch = mod.rope_qwen3
-    full = {**OTHER_ARGS_rope_qwen3, **args}
+    full = launch_args(OTHER_ARGS_rope_qwen3, args, DERIVED_rope_qwen3)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="rope_qwen3"):
             launch(**full)
@@ -233,7 +234,7 @@ def test_rope_qwen3_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_rope_qwen3_kill_switch_or_absence(monkeypatch):
     launch = mod.rope_qwen3
-    full = {**OTHER_ARGS_rope_qwen3, **CASES_rope_qwen3[0]}
+    full = launch_args(OTHER_ARGS_rope_qwen3, CASES_rope_qwen3[0], DERIVED_rope_qwen3)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:

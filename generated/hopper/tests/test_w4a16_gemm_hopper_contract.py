@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset, launch_args
 
 # PLAN_DIGEST: what the plans below expect (kernelgen.emit.tests.plan_digest); a module built from
 # other specs skips this file, or fails it where KERNELGEN_REQUIRE_BUILT is on.
@@ -159,6 +159,7 @@ FLIPS_w4a16_gemv_rt2 = [
     ('applies', 2, 'k <= 32768', {**BASE_w4a16_gemv_rt2, 'k': 65536}),
 ]
 OTHER_ARGS_w4a16_gemv_rt2 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt2 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt2)
@@ -212,7 +213,7 @@ def test_w4a16_gemv_rt2_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemv_rt2(**{**OTHER_ARGS_w4a16_gemv_rt2, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemv_rt2(**{**launch_args(OTHER_ARGS_w4a16_gemv_rt2, args, DERIVED_w4a16_gemv_rt2), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -220,7 +221,7 @@ def test_w4a16_gemv_rt2_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt2)
 def test_w4a16_gemv_rt2_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemv_rt2
-    full = {**OTHER_ARGS_w4a16_gemv_rt2, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt2, args, DERIVED_w4a16_gemv_rt2)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt2"):
             launch(**full)
@@ -259,7 +260,7 @@ def test_w4a16_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem)
 
 def test_w4a16_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt2
-    full = {**OTHER_ARGS_w4a16_gemv_rt2, **CASES_w4a16_gemv_rt2[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt2, CASES_w4a16_gemv_rt2[0], DERIVED_w4a16_gemv_rt2)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -379,6 +380,7 @@ FLIPS_w4a16_gemv_rt1 = [
     ('applies', 3, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_w4a16_gemv_rt1, 'n': 1}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt1 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1)
@@ -432,7 +434,7 @@ def test_w4a16_gemv_rt1_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemv_rt1(**{**OTHER_ARGS_w4a16_gemv_rt1, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemv_rt1(**{**launch_args(OTHER_ARGS_w4a16_gemv_rt1, args, DERIVED_w4a16_gemv_rt1), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -440,7 +442,7 @@ def test_w4a16_gemv_rt1_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt1)
 def test_w4a16_gemv_rt1_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemv_rt1
-    full = {**OTHER_ARGS_w4a16_gemv_rt1, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1, args, DERIVED_w4a16_gemv_rt1)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt1"):
             launch(**full)
@@ -479,7 +481,7 @@ def test_w4a16_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem)
 
 def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1
-    full = {**OTHER_ARGS_w4a16_gemv_rt1, **CASES_w4a16_gemv_rt1[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1, CASES_w4a16_gemv_rt1[0], DERIVED_w4a16_gemv_rt1)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -600,6 +602,7 @@ FLIPS_w4a16_gemv_rt1_128 = [
     ('applies', 4, 'div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)', {**BASE_w4a16_gemv_rt1_128, 'n': 24576}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1_128 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv_rt1_128 = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1_128)
@@ -653,7 +656,7 @@ def test_w4a16_gemv_rt1_128_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemv_rt1_128(**{**OTHER_ARGS_w4a16_gemv_rt1_128, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemv_rt1_128(**{**launch_args(OTHER_ARGS_w4a16_gemv_rt1_128, args, DERIVED_w4a16_gemv_rt1_128), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -661,7 +664,7 @@ def test_w4a16_gemv_rt1_128_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt1_128)
 def test_w4a16_gemv_rt1_128_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemv_rt1_128
-    full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1_128, args, DERIVED_w4a16_gemv_rt1_128)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt1_128"):
             launch(**full)
@@ -700,7 +703,7 @@ def test_w4a16_gemv_rt1_128_out_of_range_arguments_are_refused(name, value, prob
 
 def test_w4a16_gemv_rt1_128_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1_128
-    full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **CASES_w4a16_gemv_rt1_128[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv_rt1_128, CASES_w4a16_gemv_rt1_128[0], DERIVED_w4a16_gemv_rt1_128)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -803,6 +806,7 @@ FLIPS_w4a16_gemv = [
     ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv, 'k': 4104, 'm': 4}),
 ]
 OTHER_ARGS_w4a16_gemv = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemv = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemv)
@@ -856,7 +860,7 @@ def test_w4a16_gemv_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemv(**{**OTHER_ARGS_w4a16_gemv, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemv(**{**launch_args(OTHER_ARGS_w4a16_gemv, args, DERIVED_w4a16_gemv), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -864,7 +868,7 @@ def test_w4a16_gemv_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv)
 def test_w4a16_gemv_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemv
-    full = {**OTHER_ARGS_w4a16_gemv, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemv, args, DERIVED_w4a16_gemv)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv"):
             launch(**full)
@@ -903,7 +907,7 @@ def test_w4a16_gemv_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_w4a16_gemv_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv
-    full = {**OTHER_ARGS_w4a16_gemv, **CASES_w4a16_gemv[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemv, CASES_w4a16_gemv[0], DERIVED_w4a16_gemv)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1003,6 +1007,7 @@ FLIPS_w4a16_gemm = [
     ('applies', 0, '(k % 16) == 0', {**BASE_w4a16_gemm, 'k': 4104}),
 ]
 OTHER_ARGS_w4a16_gemm = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_gemm = {}
 
 
 @pytest.mark.parametrize("args", CASES_w4a16_gemm)
@@ -1056,7 +1061,7 @@ def test_w4a16_gemm_too_small_arrays_are_refused():
             items = (need - 1) * lanes // per_item
             has = items * per_item // lanes
             with pytest.raises(kernelgen_ops.ArgumentError) as e:
-                mod.w4a16_gemm(**{**OTHER_ARGS_w4a16_gemm, **args, name: FakeCudaArray(typestr, (items,))})
+                mod.w4a16_gemm(**{**launch_args(OTHER_ARGS_w4a16_gemm, args, DERIVED_w4a16_gemm), name: FakeCudaArray(typestr, (items,))})
             assert e.value.argument == name, (str(e.value), args)
             assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
@@ -1064,7 +1069,7 @@ def test_w4a16_gemm_too_small_arrays_are_refused():
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemm)
 def test_w4a16_gemm_clause_decides_alone(kind, index, clause, args):
     launch = mod.w4a16_gemm
-    full = {**OTHER_ARGS_w4a16_gemm, **args}
+    full = launch_args(OTHER_ARGS_w4a16_gemm, args, DERIVED_w4a16_gemm)
     if kind == "requires":
         with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemm"):
             launch(**full)
@@ -1103,7 +1108,7 @@ def test_w4a16_gemm_out_of_range_arguments_are_refused(name, value, problem):
 
 def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemm
-    full = {**OTHER_ARGS_w4a16_gemm, **CASES_w4a16_gemm[0]}
+    full = launch_args(OTHER_ARGS_w4a16_gemm, CASES_w4a16_gemm[0], DERIVED_w4a16_gemm)
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -1201,6 +1206,7 @@ CASES_w4a16_linear = [
     {'k': 4096, 'm': 64, 'n': 2},
 ]
 OTHER_ARGS_w4a16_linear = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+DERIVED_w4a16_linear = {}
 
 
 def expect_w4a16_linear(args, keys=None):
@@ -1233,7 +1239,7 @@ def test_w4a16_linear_launcher_tries_members_as_its_plan(args):
     member, which without a GPU raises a LaunchError naming it (with a GPU: not called, the
     pointers here being fake)."""
     chain_plan = mod.w4a16_linear.plan(**args)
-    full = {**OTHER_ARGS_w4a16_linear, **args}
+    full = launch_args(OTHER_ARGS_w4a16_linear, args, DERIVED_w4a16_linear)
     if chain_plan["launched"]:
         if built_module("hopper", "_runtime", package="kernelgen_ops").device_count():
             return

@@ -271,6 +271,13 @@ class CppKernel(c.CKernel):
         return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
 
     @property
+    def derived_lines(self) -> list[str]:
+        """The host integers read from struct arguments' fields (``from``), as the launcher's
+        local variables."""
+        return [f"const {a.scalar.cpp} {a.name} = {a.arg.source}."
+                + ".".join(f.member for f in a.arg.source_fields) + ";" for a in self.ir.derived]
+
+    @property
     def sizes_params(self) -> str:
         """The parameters of the C++ API's sizes_<kernel>: the plan's."""
         return self.plan_params

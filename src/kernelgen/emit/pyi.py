@@ -46,14 +46,14 @@ def field_annotation(f: StructField) -> str:
 
 
 def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...], in_plan: frozenset[str],
-              doc: str = "") -> dict[str, object]:
+              doc: str = "", derived: tuple[CArg, ...] = ()) -> dict[str, object]:
     pos = [a for a in args if not a.host]
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
     # plan() takes the integer arguments its expressions use; the others may be left out (or None)
     ints = [f"{a.name}: {annotation(a)}" if a.name in in_plan else f"{a.name}: {annotation(a)} | None = None"
-            for a in args if a.is_int]
+            for a in (*args, *derived) if a.is_int]  # (in the binding's order: the derived ones last)
     ints += [f"{k.name}: {builtin('str')} | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ("*, " + ", ".join(ints)) if ints else ""}  # keyword-only; none: no bare *
@@ -65,9 +65,10 @@ class _Module:
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
         self.structs = [{"name": st.name, "cpp": st.cpp, "fields": [(f.name, field_annotation(f)) for f in st.fields]}
                         for st in lm.structs]
-        self.launchers = [_launcher(k.name, k.args, k.summary, (), plan_args(lm, k), kernel_doc(lm, k))
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), plan_args(lm, k), kernel_doc(lm, k), k.derived)
                           for k in lm.kernels]
-        self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys, plan_args(lm, ch)) for ch in lm.chains]
+        self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys, plan_args(lm, ch), derived=ch.derived)
+                           for ch in lm.chains]
 
 
 def render_module(lm: LModule) -> dict[str, str]:

@@ -60,7 +60,7 @@ def plan_args(lm: LModule, launcher: LKernel | LChain) -> frozenset[str]:
         used = set()
         for (mod, name), ints in zip(launcher.members, launcher.member_int_args):
             used |= kernel_plan_names(own[name]) if mod == lm.name and name in own else set(ints)
-    return frozenset(a.name for a in launcher.args if a.is_int and a.name in used)
+    return frozenset(a.name for a in launcher.int_args if a.name in used)
 
 
 def with_notes(doc: str, notes: tuple[str, ...]) -> str:
@@ -91,6 +91,7 @@ class PyArg(View):
     """An argument's row in the launcher's ArgSpec table."""
 
     in_plan: bool = True  # an integer argument the launcher's plan expressions use
+    from_arg: int = -1  # a derived argument: its struct argument's row
 
     @property
     def nullable_flag(self) -> int:
@@ -112,21 +113,31 @@ class PyArg(View):
     def kind(self) -> str:
         if self.ir.is_pointer:
             return "kg::py::kPointer"
+        if self.ir.derived:
+            return "kg::py::kDerived"
         return "kg::py::kStruct" if self.ir.struct is not None else "kg::py::kScalar"
 
+    @property
+    def from_offset(self) -> int:
+        return self.ir.arg.source_offset if self.ir.derived else 0
 
-def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, infos: list[str], is_chain: bool,
-              nsizes: int, chain: LChain | None = None, doc: str = "",
-              in_plan: frozenset[str] = frozenset()) -> dict[str, object]:
+
+def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], int_args: tuple[CArg, ...], summary: str,
+              infos: list[str], is_chain: bool, nsizes: int, chain: LChain | None = None, doc: str = "",
+              in_plan: frozenset[str] = frozenset(), derived: tuple[CArg, ...] = ()) -> dict[str, object]:
+    """A launcher's tables: its arguments' rows, then those of the host integers it reads from its
+    struct arguments (rows plan() takes and the call fills in), then the dtype keys' masks."""
     keys = chain.keys if chain is not None else ()
-    key_values = "".join(f"static_cast<uint32_t>(v[{len(args) + j}].u), " for j in range(len(keys)))
+    table = (*args, *derived)
+    row = {a.name: i for i, a in enumerate(table)}
+    key_values = "".join(f"static_cast<uint32_t>(v[{len(table) + j}].u), " for j in range(len(keys)))
     pos = [a for a in args if not a.host]
     return {
         "name": name,
         "c": c.function_names(lm.name, name),
-        "args": [PyArg(a, lm, a.name in in_plan) for a in args],
+        "args": [PyArg(a, lm, a.name in in_plan, row[a.arg.source] if a.derived else -1) for a in table],
         "value_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args)) + key_values,
-        "value_int_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args) if a.is_int) + key_values,
+        "value_int_args": "".join(f"{value_read(a, row[a.name])}, " for a in int_args) + key_values,
         "npositional": len(pos),
         "nsizes": nsizes,
         "infos": ", ".join(infos),
@@ -144,12 +155,13 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
     def info(mod: str, kernel: str) -> str:
         return f"{names.c_function(mod, kernel, 'info')}()"
 
-    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes),
-                     doc=kernel_doc(lm, k), in_plan=plan_args(lm, k))
+    out = [_launcher(lm, k.name, k.args, k.int_args, k.summary, [info(lm.name, k.name)], False, len(k.sizes),
+                     doc=kernel_doc(lm, k), in_plan=plan_args(lm, k), derived=k.derived)
            for k in lm.kernels]
     for ch in lm.chains:
         infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])
-        out.append(_launcher(lm, ch.name, ch.args, ch.summary, infos, True, ch.nsizes, ch, in_plan=plan_args(lm, ch)))
+        out.append(_launcher(lm, ch.name, ch.args, ch.int_args, ch.summary, infos, True, ch.nsizes, ch,
+                             in_plan=plan_args(lm, ch), derived=ch.derived))
     return out
 
 

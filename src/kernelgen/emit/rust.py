@@ -238,8 +238,12 @@ class _Launcher:
     """What the module template needs of a kernel or a chain."""
 
     def __init__(self, m: LModule, name: str, args: tuple[CArg, ...], int_args: tuple[CArg, ...], nsizes: int,
-                 summary: str, arg_docs: list[str], keys: tuple[str, ...] = ()) -> None:
+                 summary: str, arg_docs: list[str], keys: tuple[str, ...] = (), derived: tuple[CArg, ...] = ()) -> None:
         self.name = name
+        # Host integers read from struct arguments' fields: bound before the sizes that need them.
+        self.derived = [f"let {rust_ident(a.name)}: {t} = {rust_ident(a.arg.source or '')}."
+                        + ".".join(rust_ident(f.name) for f in a.arg.source_fields) + ";"
+                        for a, (_, t) in zip(derived, _params(derived, ffi=False))]
         self.ident = rust_ident(name)
         self.name_lit = rust_string(name)
         self.summary = doc_text(summary)
@@ -282,7 +286,7 @@ class _Launcher:
 class _KernelView(_Launcher):
     def __init__(self, m: LModule, lk: LKernel, k: Kernel) -> None:
         super().__init__(m, lk.name, lk.args, lk.int_args, len(lk.sizes), lk.summary,
-                         _arg_docs(lk.args, _size_texts(k)))
+                         _arg_docs(lk.args, _size_texts(k)), derived=lk.derived)
         self.present = lk.present
         self.spec = lk.spec
         self.sized = [name for _, name, _ in sorted(lk.sizes)]
@@ -301,7 +305,7 @@ class _ChainView(_Launcher):
                          _arg_docs(c.args, size_texts) + [f"`{k.param}`: `u32`, the element types accepted for "
                                                           f"{k.name} (`ANY_DTYPE`, or `dtype_bit(code)` ORed)"
                                                           for k in c.keys],
-                         tuple(k.param for k in c.keys))
+                         tuple(k.param for k in c.keys), c.derived)
         self.spec = c.spec
         self.members = [f"crate::{module_ident(mod)}::{rust_ident(k)}" for mod, k in c.members]
         self.member_names = [f"{mod}.{k}" for mod, k in c.members]
@@ -357,15 +361,26 @@ def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str |
 _CALL_FORMS: dict[int, tuple[tuple[CArg, ...], tuple[str, tuple[tuple[str, bool], ...], list[str]]]] = {}
 
 
-def _call_form(args: tuple[CArg, ...]) -> tuple[str, tuple[tuple[str, bool], ...], list[str]]:
+def _call_form(args: tuple[CArg, ...], derived: tuple[CArg, ...] = (),
+               module: str = "") -> tuple[str, tuple[tuple[str, bool], ...], list[str]]:
     """The call's text as a format string with a ``{}`` per integer argument, those arguments'
     (name, is bool), and each argument's text when passed as a null pointer ("" where it
-    cannot be). Made once per argument list: the tests hold thousands of calls."""
+    cannot be). A struct argument that ``derived`` host integers are read from is built with
+    those fields set (``module``: the crate path of the module's structs). Made once per argument
+    list: the tests hold thousands of calls."""
     hit = _CALL_FORMS.get(id(args))
     if hit is not None and hit[0] is args:
         return hit[1]
     texts, ints, nulls = [], [], []
     for i, a in enumerate(args):
+        fields = [d for d in derived if d.arg.source == a.name]
+        if a.struct is not None and fields:
+            sets = "".join(f" kg_s.{'.'.join(rust_ident(f.name) for f in d.arg.source_fields)} = {{}};"
+                           for d in fields)
+            texts.append(f"{{{{ let mut kg_s = {module}::{struct_ident(a.struct.name)}::default();{sets} kg_s }}}}")
+            ints.extend((d.name, _is_bool(d)) for d in fields)
+            nulls.append("")
+            continue
         null = ""
         if a.is_pointer:
             writable = not _arg_types(a)[2]
@@ -390,9 +405,11 @@ def _int_values(ints: tuple[tuple[str, bool], ...], env: dict[str, int]) -> list
     return [("true" if env[n] else "false") if b else env[n] for n, b in ints]
 
 
-def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None) -> str:
-    """The Rust call arguments for ``env``; ``null``: the pointer passed as a null pointer."""
-    text, ints, nulls = _call_form(args)
+def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None,
+               derived: tuple[CArg, ...] = (), module: str = "") -> str:
+    """The Rust call arguments for ``env``; ``null``: the pointer passed as a null pointer;
+    ``derived`` and ``module`` as :func:`_call_form` takes them."""
+    text, ints, nulls = _call_form(args, derived, module)
     if null is not None:
         parts = text.split(", ")  # no fixed text holds a comma
         parts = [nulls[i] if a.name == null and nulls[i] else parts[i] for i, a in enumerate(args)]
@@ -422,6 +439,7 @@ class _KernelTests:
         self.name_lit = rust_string(lk.name)
         self.present = lk.present
         self.target_lit = rust_string(target.name)
+        self.structs = {"derived": lk.derived, "module": f"kg::{module_ident(m.name)}"}
         self.plans = []
         ints = tuple((a.name, _is_bool(a)) for a in lk.int_args)
         plan_form = ", ".join("{}" for _ in ints)
@@ -441,7 +459,7 @@ class _KernelTests:
             self.plans.append((plan_args, fields, rust_string(label)))
         first = dict(lk.cases[0])
         self.first_plan_args = ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args)
-        self.first_launch_args = _call_args(lk.args, first)
+        self.first_launch_args = _call_args(lk.args, first, **self.structs)
         # Each clause deciding alone: not launched with its reason, or an argument error.
         self.flips = []
         if lk.present:
@@ -449,7 +467,8 @@ class _KernelTests:
                 env = dict(case)
                 c, _ = _expect(mod, k, target, env)
                 reason = _reason(k, target, c, m.kill_switch)
-                self.flips.append((_call_args(lk.args, env), c, rust_string(reason) if reason else None))
+                self.flips.append((_call_args(lk.args, env, **self.structs), c,
+                                   rust_string(reason) if reason else None))
         self.absent_reason = rust_string(_reason(k, target, code(NL_ABSENT), None) or "")
         self.kill_switch = rust_string(m.kill_switch) if m.kill_switch else None
         self.killed_reason = rust_string(_reason(k, target, code(NL_KILLED), m.kill_switch) or "")
@@ -467,14 +486,15 @@ class _KernelTests:
             p = pointers[0]
             n = _size_of(mod, k, p.name, first)
             if n is None or n > 0:
-                self.null_refused = (_call_args(lk.args, first, null=p.name), rust_string(p.name))
+                self.null_refused = (_call_args(lk.args, first, null=p.name, **self.structs), rust_string(p.name))
             for kind, _index, case in lk.flips:
                 env = dict(case)
                 if kind == "skip" and _size_of(mod, k, p.name, env) == 0:
                     c, _ = _expect(mod, k, target, env)
                     reason = _reason(k, target, c, m.kill_switch)
                     if reason:
-                        self.null_allowed = (_call_args(lk.args, env, null=p.name), c, rust_string(reason))
+                        self.null_allowed = (_call_args(lk.args, env, null=p.name, **self.structs), c,
+                                             rust_string(reason))
                     break
 
 
@@ -483,6 +503,7 @@ class _ChainTests:
         self.name = c.name
         self.path = f"kg::{module_ident(m.name)}::{rust_ident(c.name)}"
         members = chain_kernels(catalog, c)
+        structs = {"derived": c.derived, "module": f"kg::{module_ident(m.name)}"}
         self.present = any(target.name in k.targets for _, k in members)
         self.plans = []
         self.launching = None
@@ -503,10 +524,10 @@ class _ChainTests:
             args = ", ".join([_int_lit(a, env[a.name]) for a in c.int_args] + any_dtype)
             self.plans.append((args, rust_string(k.name), fields, rust_string(label)))
             if rc == 0 and self.launching is None:
-                self.launching = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(k.name))
+                self.launching = (", ".join([_call_args(c.args, env, **structs), *any_dtype]), rust_string(k.name))
             reason = _reason(k, target, rc, mod.kill_switch) if rc > 0 else None
             if reason and self.not_launched is None:
-                self.not_launched = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(reason))
+                self.not_launched = (", ".join([_call_args(c.args, env, **structs), *any_dtype]), rust_string(reason))
         # A dispatcher's masks accepting no element type: the plan and the reason are about it.
         self.name_lit = rust_string(c.name)
         self.no_instance = None
@@ -516,7 +537,7 @@ class _ChainTests:
             none = ["0"] * len(c.keys)
             reason = f"{c.name}: {plan.describe(None, nl, keys=', '.join(k.name for k in c.keys))}"
             self.no_instance = (", ".join([_int_lit(a, env[a.name]) for a in c.int_args] + none),
-                                ", ".join([_call_args(c.args, env), *none]), nl, rust_string(reason))
+                                ", ".join([_call_args(c.args, env, **structs), *none]), nl, rust_string(reason))
 
 
 # ------------------------------------------------------------------ the crate

@@ -26,6 +26,13 @@ def name_map(constants: set[str]):
     return lambda n: f"C_{n}" if n in constants else f"_a[{n!r}]"
 
 
+def derived_py(derived) -> str:
+    """The host integers a launcher reads from struct arguments' fields: name -> (struct argument,
+    field path), for kernelgen.testing.launch_args."""
+    return "{" + ", ".join(f"{a.name!r}: ({a.arg.source!r}, {tuple(f.name for f in a.arg.source_fields)!r})"
+                           for a in derived) + "}"
+
+
 def other_args_py(args) -> str:
     """The non-integer arguments of a launcher's calls in the tests: fake pointers, zeroed
     structs, 1.0 for float scalars."""
@@ -159,6 +166,10 @@ class ContractKernel(View):
         return other_args_py(self.ir.args)
 
     @property
+    def derived_py(self) -> str:
+        return derived_py(self.ir.derived)
+
+    @property
     def out_of_range_py(self) -> list[str]:
         """(argument, value, what the ArgumentError says) per integer argument, just outside its
         type's range at each end: kernelgen.plan.int_argument_problem's words, which ``kernelgen
@@ -230,6 +241,10 @@ class ContractChain(View):
     @property
     def other_args_py(self) -> str:
         return other_args_py(self.ir.args)
+
+    @property
+    def derived_py(self) -> str:
+        return derived_py(self.ir.derived)
 
 
 class ContractModule(ModuleView):

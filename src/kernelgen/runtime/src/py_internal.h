@@ -86,6 +86,9 @@ bool is_integer(PyObject* o, bool as_index);
 
 inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
 
+// A scalar of plan(): a scalar argument, or a host integer the launcher reads from a struct (kDerived).
+inline bool plan_scalar(const ArgSpec& a) { return a.kind == kScalar || a.kind == kDerived; }
+
 // An integer (or bool) scalar that no plan expression reads (grid, block, shared memory, clauses,
 // array sizes): plan() may leave it out. Scalars carry this in ArgSpec::nullable, which pointers
 // use for null.

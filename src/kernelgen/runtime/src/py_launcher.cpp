@@ -83,6 +83,12 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
                    s->name, key);
       return -1;
     }
+    if (s->args[found].kind == kDerived && !ints_only) {
+      const ArgSpec& d = s->args[found];
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s': it is read from struct argument "
+                   "'%s' (give the struct's field that value)", s->name, d.name, s->args[d.from_arg].name);
+      return -1;
+    }
     if (slots[found] != nullptr) {
       PyErr_Format(PyExc_TypeError, "%s%s() got multiple values for argument '%s'", ints_only ? "plan of " : "",
                    s->name, s->args[found].name);
@@ -92,8 +98,9 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
   }
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
-    // plan() needs the integer arguments its expressions read; the others may be left out.
-    const bool needed = ints_only ? (a.kind == kScalar && !is_float_scalar(a) && !plan_optional(a)) : true;
+    // plan() needs the integer arguments its expressions read; the others may be left out. A call
+    // reads the derived ones from their structs.
+    const bool needed = ints_only ? (plan_scalar(a) && !is_float_scalar(a) && !plan_optional(a)) : a.kind != kDerived;
     if (needed && slots[i] == nullptr) {
       PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
                    a.name);
@@ -229,6 +236,40 @@ int32_t struct_bytes(const LauncherSpec* s) {
   return n > kMaxStructBytes ? -1 : static_cast<int32_t>(n);
 }
 
+// A derived argument's value: the integer field at its offset in its struct argument's bytes (the
+// C layout the call's struct was packed in), widened as the value slot of its type holds it.
+void read_field(const ArgSpec& a, const unsigned char* st, Value* out) {
+  const ScalarInfo& info = kScalars[a.type];
+  const unsigned char* at = st + a.from_offset;
+  const bool sign = info.kind == kSigned;
+  switch (info.bits) {
+    case 8: {
+      uint8_t v;
+      std::memcpy(&v, at, 1);
+      if (sign) out->i = static_cast<int8_t>(v); else out->u = v;
+      break;
+    }
+    case 16: {
+      uint16_t v;
+      std::memcpy(&v, at, 2);
+      if (sign) out->i = static_cast<int16_t>(v); else out->u = v;
+      break;
+    }
+    case 32: {
+      uint32_t v;
+      std::memcpy(&v, at, 4);
+      if (sign) out->i = static_cast<int32_t>(v); else out->u = v;
+      break;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, at, 8);
+      if (sign) out->i = static_cast<int64_t>(v); else out->u = v;
+      break;
+    }
+  }
+}
+
 bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
   for (int32_t k = 0; k < s->nkeys; ++k) {
     const uint8_t e = s->member_types[m * s->nkeys + k];
@@ -348,6 +389,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
     const ArgSpec& a = *ap;
     numels[i] = -1;
+    if (a.kind == kDerived) continue;  // read from its struct below
     int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
     if (a.kind == kPointer && !PyLong_CheckExact(slots[i]) && slots[i] != Py_None) {
       for (int32_t j = 0; j < i && reuse < 0; ++j) {
@@ -375,6 +417,10 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
                                : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
     if (rc < 0) return nullptr;
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    if (a.kind == kDerived) read_field(a, static_cast<const unsigned char*>(values[a.from_arg].p), &values[i]);
   }
   if (s->nsizes > 0) {
     int64_t sizes[kMaxArgs];
@@ -475,7 +521,7 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
     if (slots[i] == nullptr) continue;
-    if (a.kind != kScalar || is_float_scalar(a)) {
+    if (!plan_scalar(a) || is_float_scalar(a)) {
       // the argument's own type: a pointer, a struct or a float scalar (f16, bf16, f32, f64)
       PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s%s '%s'", s->name,
                    a.kind == kPointer ? "pointer" : a.kind == kStruct ? "struct " : "",
@@ -543,9 +589,11 @@ PyObject* get_name(PyObject* obj, void*) {
 }
 PyObject* get_args(PyObject* obj, void*) {
   const LauncherSpec* s = reinterpret_cast<Launcher*>(obj)->spec;
-  PyObject* t = PyTuple_New(s->nargs);
+  int32_t n = s->nargs;  // the call's arguments: the derived ones (the table's last rows) are not
+  while (n > 0 && s->args[n - 1].kind == kDerived) --n;
+  PyObject* t = PyTuple_New(n);
   if (t == nullptr) return nullptr;
-  for (int32_t i = 0; i < s->nargs; ++i) {
+  for (int32_t i = 0; i < n; ++i) {
     PyObject* n = PyUnicode_FromString(s->args[i].name);
     if (n == nullptr) {
       Py_DECREF(t);
@@ -581,7 +629,7 @@ std::string plan_doc(const LauncherSpec* s) {
   std::string params, listed;
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
-    if (a.kind != kScalar || is_float_scalar(a)) continue;
+    if (!plan_scalar(a) || is_float_scalar(a)) continue;
     params += std::string(", ") + a.name + (plan_optional(a) ? "=None" : "");
     listed += std::string(listed.empty() ? "" : "; ") + a.name + " (" + kScalars[a.type].name +
               (plan_optional(a) ? ", not used by the plan: may be left out)" : ")");

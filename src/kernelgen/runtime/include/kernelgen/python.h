@@ -16,7 +16,9 @@
 
 namespace kg::py {
 
-enum ArgKind : uint8_t { kPointer = 1, kScalar = 2, kStruct = 3 };
+// kDerived: a host integer the launcher reads from a struct argument's field (the spec's `from`):
+// not an argument of the call, an integer argument of plan(). Such rows come after the others.
+enum ArgKind : uint8_t { kPointer = 1, kScalar = 2, kStruct = 3, kDerived = 4 };
 
 // Scalar and element type codes and their tables, generated from kernelgen's type registry.
 using namespace kg::types;
@@ -31,6 +33,8 @@ struct ArgSpec {
   uint8_t keyword_only;  // host arguments
   uint8_t nullable;      // pointer that may be null (None or 0): not size-checked then
   uint8_t device_scalar; // a pointer to one element the kernel reads: arrays must have exactly one
+  int8_t from_arg;       // kDerived: the struct argument (its index) the value is read from
+  uint16_t from_offset;  // kDerived: the field's byte offset in that struct (type: its ScalarCode)
 };
 
 // A dtype key of a launcher whose members take different pointer element types: a type axis
