@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,30 @@ def build_target(root: Path, target: str) -> subprocess.CompletedProcess:
 def ops_env(root: Path) -> dict[str, str]:
     """The environment in which ``kernelgen_ops`` is the build of the project at ``root``."""
     return dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+
+
+def contract_tests_pass(root: Path, target: str, least: int = 1, timeout: int = 300) -> str:
+    """Runs the generated contract tests of the project at ``root`` for ``target`` (its build as
+    ``kernelgen_ops``, KERNELGEN_REQUIRE_BUILT on); asserts they pass, at least ``least`` of them.
+    Returns pytest's output."""
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{target}/tests"],
+                         cwd=root, env=ops_env(root), capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    passed = re.search(r"\b(\d+) passed", res.stdout)
+    assert passed and int(passed.group(1)) >= least, res.stdout[-500:]
+    return res.stdout
+
+
+def cargo_tests_pass(root: Path, target: str, target_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``cargo test --offline`` of the project's generated crate for ``target`` against its built
+    library; asserts it passes. Returns the finished process."""
+    env = dict(os.environ, KERNELGEN_LIB_DIR=str(root / "bindings" / "kernelgen_ops" / target),
+               CARGO_TARGET_DIR=str(target_dir))
+    res = subprocess.run(["cargo", "test", "--offline", *extra], cwd=root / "generated" / target / "rust", env=env,
+                         capture_output=True, text=True, timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0 and "FAILED" not in out, out[-4000:]
+    return res
 
 
 def ops_python(root: Path, code: str) -> list[str]:

@@ -9,7 +9,6 @@ nested struct), and a CUtensorMap member spelled as its bytes (placed at 8, wher
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_target, ops_env, small_project
+from tests.conftest import build_target, cargo_tests_pass, contract_tests_pass, ops_env, small_project
 
 pytestmark = pytest.mark.build
 
@@ -95,12 +94,7 @@ def _line_of(text: str, needle: str) -> int:
 
 
 def test_contract_tests_pass_without_gpu(built: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
-        cwd=built, env=ops_env(built), capture_output=True, text=True, timeout=300,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert re.search(r"\b\d+ passed", res.stdout), res.stdout[-500:]
+    contract_tests_pass(built, TARGET)
     contract = (built / "generated" / TARGET / "tests" / f"test_fa_{TARGET}_contract.py").read_text()
     assert "'window': {'left': 0, 'right': 0}" in contract and "'map_q': {'opaque': [0, 0," in contract
 
@@ -162,11 +156,7 @@ def test_rust_crate_builds_and_passes(built: Path, tmp_path: Path) -> None:
     assert "pub window: Window," in text
     # Rust derives Default for arrays of at most 32 elements: TmaParams (box: [i32; 40]) writes it out
     assert "impl Default for TmaParams" in text and "dims: [Default::default(); 40]," in text, text
-    env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / TARGET),
-               CARGO_TARGET_DIR=str(tmp_path / "t"))
-    res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert res.returncode == 0 and "FAILED" not in res.stdout, (res.stdout + res.stderr)[-4000:]
+    res = cargo_tests_pass(built, TARGET, tmp_path / "t")
     assert sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", res.stdout)) >= 10, res.stdout[-2000:]
 
 

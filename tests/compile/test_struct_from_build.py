@@ -8,7 +8,6 @@ compiles and passes its tests (where cargo is installed)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_target, ops_env, small_project
+from tests.conftest import build_target, cargo_tests_pass, contract_tests_pass, ops_env, small_project
 
 pytestmark = pytest.mark.build
 
@@ -65,18 +64,15 @@ kernels:
     applies_if: [cols <= 4096]
     examples: [{rows: 3, cols: 100, count: 1}]
   row_scale_wide:
+    extends: row_scale
     symbol: rp::row_scale_wide
     summary: The same for any row length.
-    args:
-      s: shape
-      x: {type: const f32*, size: rows * cols}
-      "y": {type: f32*, size: rows * cols}
     host_args:
       rows: {type: i64, from: s.rows}
       cols: {type: u32, from: s.cols}
-    grid: [rows, 1, 1]
     block: [256, 1, 1]
-    skip_if: [rows == 0]
+    requires: null
+    applies_if: null
     examples: [{rows: 2, cols: 5000}]
 fallbacks:
   row_scale_any: [row_scale, row_scale_wide]
@@ -103,12 +99,7 @@ def test_the_launchers_read_the_fields(built: Path) -> None:
 
 
 def test_contract_tests_pass_without_gpu(built: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
-        cwd=built, env=ops_env(built), capture_output=True, text=True, timeout=300,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert re.search(r"\b\d+ passed", res.stdout), res.stdout[-500:]
+    contract_tests_pass(built, TARGET)
     contract = (built / "generated" / TARGET / "tests" / f"test_rp_{TARGET}_contract.py").read_text()
     assert "DERIVED_row_scale = {'rows': ('s', ('rows',)), 'cols': ('s', ('cols',)), 'count': ('s', ('span', " \
         "'count'))}" in contract
@@ -167,9 +158,5 @@ def test_rust_crate_builds_and_passes(built: Path, tmp_path: Path) -> None:
     assert "let count: i32 = s.span.count;" in text
     tests = (crate / "tests" / "rp.rs").read_text()
     assert "kg_s.span.count = " in tests
-    env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / TARGET),
-               CARGO_TARGET_DIR=str(tmp_path / "t"))
-    res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert res.returncode == 0 and "FAILED" not in res.stdout, (res.stdout + res.stderr)[-4000:]
+    res = cargo_tests_pass(built, TARGET, tmp_path / "t")
     assert sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", res.stdout)) >= 10, res.stdout[-2000:]

@@ -205,13 +205,13 @@ def test_python_binding_tables_and_stub(files) -> None:
     cpp = files["generated/hopper/python/arrays.cpp"]
     code = {e.name: e.code for e in types.ELEM_TYPES}
     # name, kind, type, writable, contiguous, size slot, keyword-only, nullable, device scalar
-    assert f'{{"weight", kg::py::kPointer, {code["f32"]}, 0, 1, 1, 0, 1, 0}},  // const f32*' in cpp
-    assert f'{{"mean", kg::py::kPointer, {code["f32"]}, 1, 1, 3, 0, 1, 0}},  // f32*' in cpp
-    assert f'{{"x", kg::py::kPointer, {code["f32"]}, 0, 0, 0, 0, 0, 0}},  // const f32*' in cpp  # row_sum: strided
-    assert f'{{"table", kg::py::kPointer, {code["f32"]}, 0, 1, -1, 0, 0, 0}},  // f32*' in cpp  # read_only
-    assert f'{{"rows", kg::py::kPointer, {code["ptr"]}, 0, 1, 0, 0, 0, 0}},  // const f32* const*' in cpp
-    assert f'{{"x", kg::py::kPointer, {code["f32x4"]}, 0, 1, 0, 0, 0, 0}},  // const f32x4*' in cpp
-    assert f'{{"src", kg::py::kPointer, {code["void"]}, 0, 1, 0, 0, 0, 0}},  // const void*' in cpp
+    assert f'{{"weight", kg::py::kPointer, {code["f32"]}, 0, 1, 1, 0, 1, 0, -1, 0}},  // const f32*' in cpp
+    assert f'{{"mean", kg::py::kPointer, {code["f32"]}, 1, 1, 3, 0, 1, 0, -1, 0}},  // f32*' in cpp
+    assert f'{{"x", kg::py::kPointer, {code["f32"]}, 0, 0, 0, 0, 0, 0, -1, 0}},  // const f32*' in cpp  # row_sum: strided
+    assert f'{{"table", kg::py::kPointer, {code["f32"]}, 0, 1, -1, 0, 0, 0, -1, 0}},  // f32*' in cpp  # read_only
+    assert f'{{"rows", kg::py::kPointer, {code["ptr"]}, 0, 1, 0, 0, 0, 0, -1, 0}},  // const f32* const*' in cpp
+    assert f'{{"x", kg::py::kPointer, {code["f32x4"]}, 0, 1, 0, 0, 0, 0, -1, 0}},  // const f32x4*' in cpp
+    assert f'{{"src", kg::py::kPointer, {code["void"]}, 0, 1, 0, 0, 0, 0, -1, 0}},  // const void*' in cpp
     assert "static_cast<uint16_t>(v[3].u), static_cast<uint16_t>(v[4].u), static_cast<double>(v[5].f)" in cpp
     assert "static_cast<bool>(v[2].u)" in cpp
     pyi = files["generated/hopper/python/arrays.pyi"]
@@ -264,7 +264,7 @@ def test_device_scalar_in_the_model_and_every_emitter(catalog, files) -> None:
     cpp = files["generated/hopper/python/arrays.cpp"]
     code = {e.name: e.code for e in types.ELEM_TYPES}
     # name, kind, type, writable, contiguous, size slot, keyword-only, nullable, device scalar
-    assert f'{{"count", kg::py::kPointer, {code["i32"]}, 0, 1, 1, 0, 0, 1}},  // device i32' in cpp
+    assert f'{{"count", kg::py::kPointer, {code["i32"]}, 0, 1, 1, 0, 0, 1, -1, 0}},  // device i32' in cpp
     pyi = files["generated/hopper/python/arrays.pyi"]
     assert "(out: f32*, count: device i32, value: f32, cap: u32, *, stream=None) -> Outcome" in pyi
     assert "Read on the device when the kernel runs" in pyi and "count (i32, at most cap)" in pyi

@@ -254,7 +254,7 @@ def test_emitters(tmp_path: Path) -> None:
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
     assert '{"offset", 4, 0, 8, -1},' in binding and '{"bias", 5, 2, 16, -1},' in binding
-    assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0, 0, 0},  // params' in binding
+    assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // params' in binding
     assert "*static_cast<const kg_demo__params__t*>(v[4].p)" in binding
     pyi = files[base + "python/demo.pyi"]
     assert "class params(_kg_TypedDict):" in pyi and "    bias: _kg_Sequence[_kg_builtins.float]" in pyi

@@ -27,20 +27,20 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(const Value* v, int64_t* kg_ou
   return kg_attn_dflash__prefill_attn_dflash_bf16_unsplit__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16_unsplit[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 // ---- prefill_attn_dflash_bf16_split
@@ -57,22 +57,22 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_split(const Value* v, int64_t* kg_out)
   return kg_attn_dflash__prefill_attn_dflash_bf16_split__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16_split[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0, -1, 0},  // i32*
 };
 
 // ---- prefill_attn_dflash_fp8_unsplit
@@ -89,22 +89,22 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_unsplit(const Value* v, int64_t* kg_out
   return kg_attn_dflash__prefill_attn_dflash_fp8_unsplit__sizes(static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_fp8_unsplit[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1},  // device f32
-    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1},  // device f32
-    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1, -1, 0},  // device f32
+    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1, -1, 0},  // device f32
+    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 // ---- prefill_attn_dflash_fp8_split
@@ -121,24 +121,24 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_split(const Value* v, int64_t* kg_out) 
   return kg_attn_dflash__prefill_attn_dflash_fp8_split__sizes(static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_fp8_split[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1},  // device f32
-    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1},  // device f32
-    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1, -1, 0},  // device f32
+    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1, -1, 0},  // device f32
+    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0, -1, 0},  // i32*
 };
 
 // ---- prefill_attn_dflash_bf16_indirect_unsplit
@@ -155,22 +155,22 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(const Value* v, int64
   return kg_attn_dflash__prefill_attn_dflash_bf16_indirect_unsplit__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect_unsplit[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1},  // device i32
-    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1},  // device i32
-    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1},  // device i32
-    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1, -1, 0},  // device i32
+    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1, -1, 0},  // device i32
+    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1, -1, 0},  // device i32
+    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 // ---- prefill_attn_dflash_bf16_indirect_split
@@ -187,24 +187,24 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_split(const Value* v, int64_t
   return kg_attn_dflash__prefill_attn_dflash_bf16_indirect_split__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect_split[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1},  // device i32
-    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1},  // device i32
-    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1},  // device i32
-    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1, -1, 0},  // device i32
+    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1, -1, 0},  // device i32
+    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1, -1, 0},  // device i32
+    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0, -1, 0},  // i32*
 };
 
 // ---- prefill_attn_dflash_bf16
@@ -220,22 +220,22 @@ int32_t kg_sizes_prefill_attn_dflash_bf16(const Value* v, int64_t* kg_out) {
   return kg_attn_dflash__prefill_attn_dflash_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0, -1, 0},  // i32*
 };
 
 // ---- prefill_attn_dflash_fp8
@@ -251,24 +251,24 @@ int32_t kg_sizes_prefill_attn_dflash_fp8(const Value* v, int64_t* kg_out) {
   return kg_attn_dflash__prefill_attn_dflash_fp8__sizes(static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_fp8[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1},  // device f32
-    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1},  // device f32
-    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"v_cache", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"k_scale", kg::py::kPointer, 3, 0, 1, 3, 0, 0, 1, -1, 0},  // device f32
+    {"v_scale", kg::py::kPointer, 3, 0, 1, 4, 0, 0, 1, -1, 0},  // device f32
+    {"out", kg::py::kPointer, 1, 1, 1, 5, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0, -1, 0},  // i32*
 };
 
 // ---- prefill_attn_dflash_bf16_indirect
@@ -284,24 +284,24 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect(const Value* v, int64_t* kg_o
   return kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1},  // device i32
-    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1},  // device i32
-    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1},  // device i32
-    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0},  // f32*
-    {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0},  // i32*
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 1, -1, 0},  // device i32
+    {"q_offset", kg::py::kPointer, 7, 0, 1, 6, 0, 0, 1, -1, 0},  // device i32
+    {"q_rope_pos", kg::py::kPointer, 7, 0, 1, 7, 0, 0, 1, -1, 0},  // device i32
+    {"max_kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0, -1, 0},  // f32*
+    {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0, -1, 0},  // i32*
 };
 
 }  // namespace

@@ -27,12 +27,12 @@ int32_t kg_sizes_batched_embed_bf16(const Value* v, int64_t* kg_out) {
   return kg_batched_embed__batched_embed_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_batched_embed_bf16[] = {
-    {"ids", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0},  // const i32*
-    {"table", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"ids", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0, -1, 0},  // const i32*
+    {"table", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

@@ -27,12 +27,12 @@ int32_t kg_sizes_dense_gemv(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_gemv__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemv[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_gemv_rt1
@@ -49,12 +49,12 @@ int32_t kg_sizes_dense_gemv_rt1(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_gemv_rt1__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemv_rt1[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_gemm
@@ -71,12 +71,12 @@ int32_t kg_sizes_dense_gemm(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_gemm__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemm[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_gemm_pipelined
@@ -93,12 +93,12 @@ int32_t kg_sizes_dense_gemm_pipelined(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_gemm_pipelined__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemm_pipelined[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_gemm_tma
@@ -115,12 +115,12 @@ int32_t kg_sizes_dense_gemm_tma(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_gemm_tma__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemm_tma[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_linear_any
@@ -136,12 +136,12 @@ int32_t kg_sizes_dense_linear_any(const Value* v, int64_t* kg_out) {
   return kg_dense_linear__dense_linear_any__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dense_linear_any[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

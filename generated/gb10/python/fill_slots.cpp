@@ -27,11 +27,11 @@ int32_t kg_sizes_fill_slots(const Value* v, int64_t* kg_out) {
   return kg_fill_slots__fill_slots__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_fill_slots[] = {
-    {"block_table", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0},  // const i32*
-    {"slots", kg::py::kPointer, 8, 1, 1, 1, 0, 0, 0},  // i64*
-    {"start", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"count", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"block_table", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0, -1, 0},  // const i32*
+    {"slots", kg::py::kPointer, 8, 1, 1, 1, 0, 0, 0, -1, 0},  // i64*
+    {"start", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"count", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

@@ -27,13 +27,13 @@ int32_t kg_sizes_fp8_gemv_tma(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_tma__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_tma[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2
@@ -50,13 +50,13 @@ int32_t kg_sizes_fp8_gemv_rt2(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16
@@ -73,13 +73,13 @@ int32_t kg_sizes_fp8_gemv_rt2_16(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1
@@ -96,13 +96,13 @@ int32_t kg_sizes_fp8_gemv_rt1(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1_16
@@ -119,13 +119,13 @@ int32_t kg_sizes_fp8_gemv_rt1_16(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_16[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_ks_8
@@ -142,13 +142,13 @@ int32_t kg_sizes_fp8_gemv_rt2_ks_8(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_ks_8[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_ks_4
@@ -165,13 +165,13 @@ int32_t kg_sizes_fp8_gemv_rt2_ks_4(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_ks_4[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16_ks_8
@@ -188,13 +188,13 @@ int32_t kg_sizes_fp8_gemv_rt2_16_ks_8(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16_ks_8[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16_ks_4
@@ -211,13 +211,13 @@ int32_t kg_sizes_fp8_gemv_rt2_16_ks_4(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16_ks_4[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_32
@@ -234,13 +234,13 @@ int32_t kg_sizes_fp8_gemv_rt2_32(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_32[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_32_ks_8
@@ -257,13 +257,13 @@ int32_t kg_sizes_fp8_gemv_rt2_32_ks_8(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_32_ks_8[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_32_ks_4
@@ -280,13 +280,13 @@ int32_t kg_sizes_fp8_gemv_rt2_32_ks_4(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_32_ks_4[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1_32
@@ -303,13 +303,13 @@ int32_t kg_sizes_fp8_gemv_rt1_32(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_32[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_64
@@ -326,13 +326,13 @@ int32_t kg_sizes_fp8_gemv_rt2_64(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_64[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_64_ks_8
@@ -349,13 +349,13 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks_8(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_64_ks_8[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_64_ks_4
@@ -372,13 +372,13 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_64_ks_4[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1_64
@@ -395,13 +395,13 @@ int32_t kg_sizes_fp8_gemv_rt1_64(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_64[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1_64_128
@@ -418,13 +418,13 @@ int32_t kg_sizes_fp8_gemv_rt1_64_128(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_64_128[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16_x3
@@ -441,21 +441,21 @@ int32_t kg_sizes_fp8_gemv_rt2_16_x3(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16_x3[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0},  // const fp8_e4m3*
-    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0},  // const f32*
-    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0},  // bf16*
-    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0},  // const fp8_e4m3*
-    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0},  // const f32*
-    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0, -1, 0},  // const f32*
+    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0, -1, 0},  // bf16*
+    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0, -1, 0},  // const f32*
+    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt1_16_x3
@@ -472,21 +472,21 @@ int32_t kg_sizes_fp8_gemv_rt1_16_x3(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_16_x3[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0},  // const fp8_e4m3*
-    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0},  // const f32*
-    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0},  // bf16*
-    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0},  // const fp8_e4m3*
-    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0},  // const f32*
-    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0, -1, 0},  // const f32*
+    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0, -1, 0},  // bf16*
+    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0, -1, 0},  // const f32*
+    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_ks
@@ -502,13 +502,13 @@ int32_t kg_sizes_fp8_gemv_rt2_ks(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_ks[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16_ks
@@ -524,13 +524,13 @@ int32_t kg_sizes_fp8_gemv_rt2_16_ks(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16_ks[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_32_ks
@@ -546,13 +546,13 @@ int32_t kg_sizes_fp8_gemv_rt2_32_ks(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_32_ks[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_64_ks
@@ -568,13 +568,13 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_64_ks[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemv_16_x3
@@ -590,21 +590,21 @@ int32_t kg_sizes_fp8_gemv_16_x3(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_16_x3[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0},  // const fp8_e4m3*
-    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0},  // const f32*
-    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0},  // bf16*
-    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0},  // const fp8_e4m3*
-    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0},  // const f32*
-    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0, -1, 0},  // const f32*
+    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0, -1, 0},  // bf16*
+    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0, -1, 0},  // const f32*
+    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

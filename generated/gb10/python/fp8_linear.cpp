@@ -28,11 +28,11 @@ int32_t kg_sizes_quantize_bf16_to_fp8(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__quantize_bf16_to_fp8__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_quantize_bf16_to_fp8[] = {
-    {"w", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 1, 1, 1, 0, 0, 0},  // fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"w", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 1, 1, 1, 0, 0, 0, -1, 0},  // fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0, -1, 0},  // f32*
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dense_gemv_fp8w
@@ -49,13 +49,13 @@ int32_t kg_sizes_dense_gemv_fp8w(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__dense_gemv_fp8w__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_dense_gemv_fp8w[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemm_n128_row_scaled_m16
@@ -72,13 +72,13 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled_m16(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemm_n128_row_scaled_m16[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemm_n128_row_scaled
@@ -95,13 +95,13 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemm_n128_row_scaled[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_gemm_tma
@@ -118,13 +118,13 @@ int32_t kg_sizes_fp8_gemm_tma(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__fp8_gemm_tma__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemm_tma[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- fp8_linear
@@ -140,13 +140,13 @@ int32_t kg_sizes_fp8_linear(const Value* v, int64_t* kg_out) {
   return kg_fp8_linear__fp8_linear__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_linear[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0, -1, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

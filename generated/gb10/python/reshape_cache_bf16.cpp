@@ -27,16 +27,16 @@ int32_t kg_sizes_reshape_cache_bf16(const Value* v, int64_t* kg_out) {
   return kg_reshape_cache_bf16__reshape_cache_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), kg_out);
 }
 const ArgSpec kg_args_reshape_cache_bf16[] = {
-    {"key", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"value", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"v_cache", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"slot_mapping", kg::py::kPointer, 8, 0, 1, 4, 0, 0, 0},  // const i64*
-    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_blocks", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"key", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"value", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"v_cache", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"slot_mapping", kg::py::kPointer, 8, 0, 1, 4, 0, 0, 0, -1, 0},  // const i64*
+    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_blocks", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

@@ -27,17 +27,17 @@ int32_t kg_sizes_rope_qwen3(const Value* v, int64_t* kg_out) {
   return kg_rope_qwen3__rope_qwen3__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[10].u), kg_out);
 }
 const ArgSpec kg_args_rope_qwen3[] = {
-    {"q", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0},  // bf16*
-    {"k", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0},  // bf16*
-    {"q_norm", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"k_norm", kg::py::kPointer, 1, 0, 1, 3, 0, 0, 0},  // const bf16*
-    {"positions", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"eps", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"theta", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+    {"q", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0, -1, 0},  // bf16*
+    {"k", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0, -1, 0},  // bf16*
+    {"q_norm", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_norm", kg::py::kPointer, 1, 0, 1, 3, 0, 0, 0, -1, 0},  // const bf16*
+    {"positions", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"eps", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"theta", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

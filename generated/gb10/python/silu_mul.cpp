@@ -27,10 +27,10 @@ int32_t kg_sizes_silu_mul_bf16(const Value* v, int64_t* kg_out) {
   return kg_silu_mul__silu_mul_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
 const ArgSpec kg_args_silu_mul_bf16[] = {
-    {"input", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"inter", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"input", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"inter", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

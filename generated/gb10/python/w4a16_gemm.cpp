@@ -27,14 +27,14 @@ int32_t kg_sizes_w4a16_gemv_rt2(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_gemv_rt2__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_gemv_rt2[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- w4a16_gemv_rt1
@@ -51,14 +51,14 @@ int32_t kg_sizes_w4a16_gemv_rt1(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_gemv_rt1__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_gemv_rt1[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- w4a16_gemv_rt1_128
@@ -75,14 +75,14 @@ int32_t kg_sizes_w4a16_gemv_rt1_128(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_gemv_rt1_128[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- w4a16_gemv
@@ -99,14 +99,14 @@ int32_t kg_sizes_w4a16_gemv(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_gemv__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_gemv[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- w4a16_gemm
@@ -123,14 +123,14 @@ int32_t kg_sizes_w4a16_gemm(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_gemm__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_gemm[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- w4a16_linear
@@ -146,14 +146,14 @@ int32_t kg_sizes_w4a16_linear(const Value* v, int64_t* kg_out) {
   return kg_w4a16_gemm__w4a16_linear__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_w4a16_linear[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
-    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
-    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0, -1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0, -1, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

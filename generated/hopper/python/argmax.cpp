@@ -27,10 +27,10 @@ int32_t kg_sizes_argmax_bf16(const Value* v, int64_t* kg_out) {
   return kg_argmax__argmax_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
 const ArgSpec kg_args_argmax_bf16[] = {
-    {"logits", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"logits", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0, -1, 0},  // i32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

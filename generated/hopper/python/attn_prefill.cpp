@@ -27,21 +27,21 @@ int32_t kg_sizes_attn_prefill_paged_64(const Value* v, int64_t* kg_out) {
   return kg_attn_prefill__attn_prefill_paged_64__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
 const ArgSpec kg_args_attn_prefill_paged_64[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0},  // const i32*
-    {"q_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"cache_block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"block_table", kg::py::kPointer, 7, 0, 1, 4, 0, 0, 0, -1, 0},  // const i32*
+    {"q_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"kv_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"q_offset", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"cache_block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
 };
 
 // ---- attn_prefill_64
@@ -58,18 +58,18 @@ int32_t kg_sizes_attn_prefill_64(const Value* v, int64_t* kg_out) {
   return kg_attn_prefill__attn_prefill_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
 const ArgSpec kg_args_attn_prefill_64[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
-    {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
+    {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
 };
 
 // ---- prefill_attn
@@ -86,18 +86,18 @@ int32_t kg_sizes_prefill_attn(const Value* v, int64_t* kg_out) {
   return kg_attn_prefill__prefill_attn__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
 const ArgSpec kg_args_prefill_attn[] = {
-    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"k", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"v", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
-    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
-    {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"k", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"v", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0, -1, 0},  // u32, unused by the plan
+    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
+    {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

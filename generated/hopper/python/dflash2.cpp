@@ -27,12 +27,12 @@ int32_t kg_sizes_dflash2_conv2(const Value* v, int64_t* kg_out) {
   return kg_dflash2__dflash2_conv2__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_conv2[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"base", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"delta", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"base", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"delta", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dflash2_topk16_f32
@@ -49,13 +49,13 @@ int32_t kg_sizes_dflash2_topk16_f32(const Value* v, int64_t* kg_out) {
   return kg_dflash2__dflash2_topk16_f32__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16_f32[] = {
-    {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
-    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
-    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0, -1, 0},  // f32*
+    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0, -1, 0},  // i32*
+    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0, -1, 0},  // f32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 // ---- dflash2_topk16_bf16
@@ -72,13 +72,13 @@ int32_t kg_sizes_dflash2_topk16_bf16(const Value* v, int64_t* kg_out) {
   return kg_dflash2__dflash2_topk16_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16_bf16[] = {
-    {"logits", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0},  // bf16*
-    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
-    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"logits", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0, -1, 0},  // bf16*
+    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0, -1, 0},  // i32*
+    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0, -1, 0},  // f32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 // ---- dflash2_selector_walk
@@ -95,17 +95,17 @@ int32_t kg_sizes_dflash2_selector_walk(const Value* v, int64_t* kg_out) {
   return kg_dflash2__dflash2_selector_walk__sizes(static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_selector_walk[] = {
-    {"cand", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0},  // const i32*
-    {"u", kg::py::kPointer, 3, 0, 1, 1, 0, 0, 0},  // const f32*
-    {"h", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"p_codebook", kg::py::kPointer, 1, 0, 1, 3, 0, 0, 0},  // const bf16*
-    {"q_codebook", kg::py::kPointer, 1, 0, 1, 4, 0, 0, 0},  // const bf16*
-    {"anchor", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 0},  // const i32*
-    {"out", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0},  // i32*
-    {"batch", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"slots", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"rank", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"cand", kg::py::kPointer, 7, 0, 1, 0, 0, 0, 0, -1, 0},  // const i32*
+    {"u", kg::py::kPointer, 3, 0, 1, 1, 0, 0, 0, -1, 0},  // const f32*
+    {"h", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"p_codebook", kg::py::kPointer, 1, 0, 1, 3, 0, 0, 0, -1, 0},  // const bf16*
+    {"q_codebook", kg::py::kPointer, 1, 0, 1, 4, 0, 0, 0, -1, 0},  // const bf16*
+    {"anchor", kg::py::kPointer, 7, 0, 1, 5, 0, 0, 0, -1, 0},  // const i32*
+    {"out", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0, -1, 0},  // i32*
+    {"batch", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"slots", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"rank", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 // ---- dflash2_topk16
@@ -121,13 +121,13 @@ int32_t kg_sizes_dflash2_topk16(const Value* v, int64_t* kg_out) {
   return kg_dflash2__dflash2_topk16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16[] = {
-    {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
-    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
-    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
-    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0, -1, 0},  // f32*
+    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0, -1, 0},  // i32*
+    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0, -1, 0},  // f32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
+    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 const kg::py::DtypeKey kg_keys_dflash2_topk16[] = {
     {"T", 1u},  // arguments (bit i: argument i) whose element type the key is

@@ -27,18 +27,18 @@ int32_t kg_sizes_reshape_cache_fp8(const Value* v, int64_t* kg_out) {
   return kg_reshape_cache_fp8__reshape_cache_fp8__sizes(static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
 const ArgSpec kg_args_reshape_cache_fp8[] = {
-    {"key", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"value", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"k_cache", kg::py::kPointer, 13, 1, 1, 2, 0, 0, 0},  // fp8_e4m3*
-    {"v_cache", kg::py::kPointer, 13, 1, 1, 3, 0, 0, 0},  // fp8_e4m3*
-    {"slot_mapping", kg::py::kPointer, 8, 0, 1, 4, 0, 0, 0},  // const i64*
-    {"k_scale", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 1},  // device f32
-    {"v_scale", kg::py::kPointer, 3, 0, 1, 6, 0, 0, 1},  // device f32
-    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"num_blocks", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"key", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"value", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"k_cache", kg::py::kPointer, 13, 1, 1, 2, 0, 0, 0, -1, 0},  // fp8_e4m3*
+    {"v_cache", kg::py::kPointer, 13, 1, 1, 3, 0, 0, 0, -1, 0},  // fp8_e4m3*
+    {"slot_mapping", kg::py::kPointer, 8, 0, 1, 4, 0, 0, 0, -1, 0},  // const i64*
+    {"k_scale", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 1, -1, 0},  // device f32
+    {"v_scale", kg::py::kPointer, 3, 0, 1, 6, 0, 0, 1, -1, 0},  // device f32
+    {"num_tokens", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"num_blocks", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
 };
 
 }  // namespace

@@ -27,10 +27,10 @@ int32_t kg_sizes_residual_add_bf16(const Value* v, int64_t* kg_out) {
   return kg_residual_add__residual_add_bf16__sizes(static_cast<uint64_t>(v[3].u), kg_out);
 }
 const ArgSpec kg_args_residual_add_bf16[] = {
-    {"a", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"b", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
-    {"n", kg::py::kScalar, 3, 0, 0, -1, 0, 0, 0},  // u64
+    {"a", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"b", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0, -1, 0},  // bf16*
+    {"n", kg::py::kScalar, 3, 0, 0, -1, 0, 0, 0, -1, 0},  // u64
 };
 
 }  // namespace

@@ -27,13 +27,13 @@ int32_t kg_sizes_residual_rms_norm_bf16(const Value* v, int64_t* kg_out) {
   return kg_residual_rms_norm__residual_rms_norm_bf16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
 const ArgSpec kg_args_residual_rms_norm_bf16[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"residual", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0},  // bf16*
-    {"weight", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"eps", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0, -1, 0},  // const bf16*
+    {"residual", kg::py::kPointer, 1, 1, 1, 1, 0, 0, 0, -1, 0},  // bf16*
+    {"weight", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0, -1, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0, -1, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0, -1, 0},  // u32
+    {"eps", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0, -1, 0},  // f32
 };
 
 }  // namespace
