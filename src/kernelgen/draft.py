@@ -1362,19 +1362,21 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
                 cpp = _entry_struct(p, pl, entry)
                 if cpp is not None and cpp not in structs:
                     structs[cpp] = _struct_name(cpp, struct_taken)
+    layouts: dict[str, _Layout | str] = {}
+    if structs:
+        lines += _struct_lines(structs, struct_taken, scope, layouts)
     body: list[str] = []
     for pl in plans:
-        body += _kernel_lines(pl, structs)
-    if structs:
-        lines += _struct_lines(structs, struct_taken, scope)
+        body += _kernel_lines(pl, structs, layouts)
     lines.append("kernels:")
     return "\n".join(lines + body) + "\n"
 
 
-def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], scope: _Scope) -> list[str]:
+def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], scope: _Scope,
+                  layouts: dict[str, _Layout | str]) -> list[str]:
     """The ``structs:`` lines of the arguments' struct types (C++ type -> (name, note)), and of the
-    class types their fields hold (added to ``structs`` under names free in ``taken``)."""
-    layouts: dict[str, _Layout | str] = {}  # C++ type -> its drafted layout, or a toolkit type's entry
+    class types their fields hold (added to ``structs`` under names free in ``taken``); ``layouts``
+    receives each type's drafted layout (C++ type -> its fields, or a toolkit type's entry)."""
 
     def layout(cpp: str, within: tuple[str, ...] = ()) -> _Layout | str:
         """``cpp``'s layout; one holding a type without drafted fields (which a field cannot be) has none."""
@@ -1444,7 +1446,25 @@ def _field_entries(fields: list[tuple[str, str, str]]) -> str:
     return ", ".join(out)
 
 
-def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
+def _struct_counts(pl: _Plan, entry: _Entry, layouts: dict[str, _Layout | str],
+                   taken: set[str]) -> list[tuple[str, str, str]]:
+    """For a kernel without integer parameters: the integer fields named like counts (n, rows,
+    num_tokens...) of the structs it takes by value (as drafted: ``layouts``), as host arguments
+    read from them (name, type, ``arg.field``); none where its structs have no such field."""
+    out = []
+    for name, p in pl.args:
+        cpp = _entry_struct(p, pl, entry)
+        lay = layouts.get(cpp) if cpp is not None else None
+        for m in lay.members if isinstance(lay, _Layout) and not lay.why else ():
+            if m.scalar not in _INT_MAX or m.count or m.name.lower() not in _INT_NAMES:
+                continue
+            spec = m.name if _usable(m.name) and m.name not in taken else _spec_name(f"{name}_{m.name}", taken)
+            taken.add(spec)
+            out.append((spec, m.scalar, f"{name}.{m.name}"))
+    return out
+
+
+def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[str, _Layout | str]) -> list[str]:
     g = pl.g
     body: list[str] = []
     for i, (entry, kname, pattern) in enumerate(zip(pl.entries, pl.names, pl.patterns)):
@@ -1506,6 +1526,14 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
         for n, t, note in args:
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
+        if not ints:  # the counts in a struct passed by value: host integers read from its fields
+            counts = _struct_counts(pl, entry, layouts, {n for n, _, _ in args} | set(pl.axis_names.values()))
+            if counts:
+                body.append("    host_args:  # check: read from the struct's fields; the grid and sizes use them")
+                for n, t, where in counts:
+                    body.append(f"      {_yaml_str(n)}: {{type: {t}, from: {where}}}")
+                    int_max[n] = _INT_MAX[t]
+                ints = list(int_max)
         # the first integer named like a count drives the grid, else the first: one of 16 bits or
         # more where there is one (an 8-bit flag holds no size)
         pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints

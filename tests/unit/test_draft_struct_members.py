@@ -49,6 +49,13 @@ def _structs(text: str) -> list[str]:
 def test_enum_and_nested_members_are_drafted(tmp_path: Path) -> None:
     root = project(tmp_path, {"csrc/fa.cu": SOURCE})
     text = write_and_load(root, ["csrc/fa.cu"])["fa"]
+    # a kernel whose only count is a struct's field: a host argument read from it drives the grid
+    p2 = text[text.index("  p2:\n"):]
+    assert '    host_args:  # check: read from the struct\'s fields; the grid and sizes use them\n' \
+        '      "n": {type: i32, from: p.n}\n    grid: ["div_ceil(n, 256)", 1, 1]  # check\n' in p2, p2
+    # none from a struct whose fields are not drafted (HoldsTag holds an empty type)
+    nested = text[text.index("  nested:\n"):]
+    assert nested[:nested.index("    examples:")].count("host_args") == 0, nested
     lines = _structs(text)
     # an enum class member is its underlying type; a plain enum's is marked check (what GCC and nvcc choose)
     assert '  params2: {cpp: "fa::Params2", fields: {stride: i64, alpha: f32, layout: u8, n: i32}}' in lines, lines
