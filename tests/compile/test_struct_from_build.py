@@ -24,6 +24,7 @@ TARGET = "hopper"
 
 SOURCE = """\
 #include <cstdint>
+#include <cuda.h>
 namespace rp {
 struct Span { int32_t first, count; };
 struct Shape { int64_t rows; uint32_t cols; Span span; float eps; };
@@ -31,6 +32,7 @@ __global__ void row_scale(Shape s, const float* x, float* y) {
   const int64_t r = blockIdx.x;
   for (uint32_t c = threadIdx.x; c < s.cols; c += blockDim.x) y[r * s.cols + c] = x[r * s.cols + c] * s.eps;
 }
+__global__ void row_tma(Shape s, const float* x, const __grid_constant__ CUtensorMap x_map) {}
 __global__ void row_scale_wide(Shape s, const float* x, float* y) {
   const int64_t r = blockIdx.x;
   for (uint32_t c = threadIdx.x; c < s.cols; c += blockDim.x) y[r * s.cols + c] = x[r * s.cols + c] * s.eps;
@@ -74,6 +76,22 @@ kernels:
     requires: null
     applies_if: null
     examples: [{rows: 2, cols: 5000}]
+  row_tma:
+    symbol: rp::row_tma
+    summary: Reads x through a TMA descriptor whose extents are the struct's.
+    args:
+      s: shape
+      x: {type: const f32*, size: rows * cols}
+    host_args:
+      rows: {type: i64, from: s.rows}
+      cols: {type: u32, from: s.cols}
+    tensor_maps:
+      x_map: {array: x, dims: [rows, cols], box: [1, 32]}
+    grid: [rows, 1, 1]
+    block: [32, 1, 1]
+    skip_if: [rows == 0]
+    applies_if: [cols % 4 == 0]
+    examples: [{rows: 2, cols: 64}]
 fallbacks:
   row_scale_any: [row_scale, row_scale_wide]
 """
@@ -91,6 +109,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_launchers_read_the_fields(built: Path) -> None:
     cu = (built / "generated" / TARGET / "src" / "rp.cu").read_text()
     assert "const int32_t count = s.span.count;  // from the struct argument" in cu
+    # the tensor maps' extents come from the struct too; their encoding, defined before the
+    # sources (which complete the struct's type), takes the values read from it
+    assert "int32_t kg_tensor_maps_row_tma(const float* x, int64_t rows, uint32_t cols, CUtensorMap* kg_tm) {" in cu
+    assert "kg_tensor_maps_row_tma(x, rows, cols, kg_tm);" in cu
     header = (built / "generated" / TARGET / "include" / "kernelgen" / "rp.h").read_text()
     assert "kernelgen::Outcome row_scale(::rp::Shape s, const float* x, float* y, cudaStream_t stream" in header
     assert "kg_plan plan_row_scale(int64_t rows, uint32_t cols, int32_t count);" in header

@@ -288,9 +288,20 @@ class CppKernel(c.CKernel):
         return "".join(f"{a.name}, " for a in self.ir.int_args)
 
     @property
-    def all_arg_names(self) -> str:
-        """Every argument of the launcher, each followed by ", "."""
-        return "".join(f"{a.name}, " for a in self.ir.args)
+    def _tensor_map_args(self) -> list[CArg]:
+        """What encoding the tensor maps reads: the launcher's arguments but its structs (whose
+        types the sources, included after, complete), then the host integers read from them."""
+        return [a for a in self.ir.args if a.struct is None] + list(self.ir.derived)
+
+    @property
+    def tensor_map_params(self) -> str:
+        """The parameters of the launcher's tensor-map encoding, each followed by ", "."""
+        return "".join(f"{cpp_param(a)}, " for a in self._tensor_map_args)
+
+    @property
+    def tensor_map_arg_names(self) -> str:
+        """The launcher's values for them, each followed by ", "."""
+        return "".join(f"{a.name}, " for a in self._tensor_map_args)
 
     @property
     def int_arg_names(self) -> str:
