@@ -50,7 +50,7 @@ from kernelgen.model import (
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
-from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, name_hint
+from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, ScalarType, name_hint
 from kernelgen.wording import article, count
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
@@ -135,7 +135,6 @@ class _Ctx:
         # The kernel being read: argument names of the kernel it extends that its own args or host_args
         # (which replace the inherited ones whole) leave out -> (that kernel, the key).
         self.dropped: dict[str, tuple[str, str]] = {}
-        self.source_locs: dict[str, SourceLoc] = {}  # the kernel's host arguments with 'from': where it is
 
     def constant(self, name: str) -> str:
         """``a module constant (line 3)``: what a name clashing with constant ``name`` clashes with."""
@@ -2231,10 +2230,12 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
 
 
 def _args(
-    ctx: _Ctx, node: YNode, host: bool, taken: dict[str, tuple[str, SourceLoc]], axes: Mapping[str, str | int]
+    ctx: _Ctx, node: YNode, host: bool, taken: dict[str, tuple[str, SourceLoc]], axes: Mapping[str, str | int],
+    kernel_args: Sequence[Arg] = (),
 ) -> list[tuple[Arg, YNode | None]]:
     """Arguments without their size expressions (those need every name declared first); ``taken``
-    holds the arguments declared before (what each is, where) and receives these."""
+    holds the arguments declared before (what each is, where) and receives these. Host arguments
+    read from a struct argument's field (``from``) are resolved against ``kernel_args``."""
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping of argument names to types, got {_kind(node)}")
     out = []
@@ -2334,12 +2335,13 @@ def _args(
                         raise ctx.error(source.loc, "'from' and 'to_symbol' do not go together: a value read "
                                         "from a struct argument is the kernel's already")
                     text = _str(ctx, source, "a struct argument's field, e.g. p.rows")
-                    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", text):
+                    if not schema.FIELD_PATH_RE.fullmatch(text):
                         raise ctx.error(source.loc, f"'{text}' is not a struct argument's field",
                                         "write the argument and the field, e.g. p.rows (p.window.left for a "
                                         "nested struct's field)")
-                ctx.source_locs[name] = source.loc
-                out.append((Arg(name, key.loc, scalar=SCALARS[t.base], host=True, source=text), None))
+                    head, fields = _resolve_source(ctx, source.loc, name, SCALARS[t.base], text, kernel_args)
+                out.append((Arg(name, key.loc, scalar=SCALARS[t.base], host=True, source=head,
+                                source_fields=fields), None))
                 continue
             if to_symbol is not None and not host:
                 with ctx.at("to_symbol"):
@@ -2369,49 +2371,48 @@ def _args(
     return out
 
 
-def _resolve_source(ctx: _Ctx, a: Arg, args: Sequence[tuple[Arg, YNode | None]]) -> Arg:
-    """A host argument with ``from: p.f.g``: its struct argument and fields, checked (a struct
-    argument of the kernel, fields down to an integer scalar of the argument's type)."""
-    loc = ctx.source_locs.get(a.name, a.loc)
-    head, *path = (a.source or "").split(".")
-    with ctx.at("host_args"), ctx.at(a.name), ctx.at("from"):
-        owner = next((b for b, _ in args if b.name == head), None)
-        if owner is None or owner.struct is None:
-            structs = [b.name for b, _ in args if b.struct is not None and not b.implicit]
-            what = "not an argument of the kernel" if owner is None else "not a struct argument"
-            raise ctx.error(loc, f"'{head}' is {what}",
-                            f"'from' reads a field of a struct argument ({', '.join(structs)})"
-                            if structs else "'from' reads a field of a struct argument; the kernel has none")
-        st: Struct | None = owner.struct
-        fields: list[StructField] = []
-        for i, part in enumerate(path):
-            assert st is not None
-            f = next((x for x in st.fields if x.name == part), None)
-            where = ".".join([head, *path[:i]])
-            if f is None:
-                raise ctx.error(loc, f"'{where}' (struct '{st.name}') has no field '{part}'",
-                                did_you_mean(part, [x.name for x in st.fields]))
-            if f.count:
-                raise ctx.error(loc, f"field '{where}.{part}' is an array ({f.count} elements); 'from' reads a "
-                                "scalar field")
-            fields.append(f)
-            st = f.struct
-            if st is None and i < len(path) - 1:
-                raise ctx.error(loc, f"field '{where}.{part}' is a scalar, not a struct: it has no field "
-                                f"'{path[i + 1]}'")
-        last = fields[-1]
-        if last.struct is not None or last.scalar is None:
-            raise ctx.error(loc, f"field '{a.source}' is a struct; 'from' reads an integer field",
-                            f"name one of its fields, e.g. {a.source}.{last.struct.fields[0].name}"
-                            if last.struct is not None and last.struct.fields else "")
-        if not last.scalar.is_integer:
-            raise ctx.error(loc, f"field '{a.source}' is {last.scalar.name}; 'from' reads an integer field "
-                            "(expressions use integers only)")
-        if last.scalar.name != (a.scalar.name if a.scalar else ""):
-            raise ctx.error(loc, f"field '{a.source}' is {last.scalar.name}, but host argument '{a.name}' is "
-                            f"{a.scalar.name if a.scalar else '?'}", f"give '{a.name}' the field's type: "
-                            f"{{type: {last.scalar.name}, from: {a.source}}}")
-    return replace(a, source=head, source_fields=tuple(fields))
+def _resolve_source(ctx: _Ctx, loc: SourceLoc, name: str, scalar: ScalarType, text: str,
+                    args: Sequence[Arg]) -> tuple[str, tuple[StructField, ...]]:
+    """Host argument ``name`` (of type ``scalar``) with ``from: p.f.g`` (``text``): its struct
+    argument and the fields down to the value, checked (a struct argument of the kernel, fields
+    down to an integer scalar of the argument's type)."""
+    head, *path = text.split(".")
+    owner = next((b for b in args if b.name == head), None)
+    if owner is None or owner.struct is None:
+        structs = [b.name for b in args if b.struct is not None and not b.implicit]
+        what = "not an argument of the kernel" if owner is None else "not a struct argument"
+        raise ctx.error(loc, f"'{head}' is {what}",
+                        f"'from' reads a field of a struct argument ({', '.join(structs)})"
+                        if structs else "'from' reads a field of a struct argument; the kernel has none")
+    st: Struct | None = owner.struct
+    fields: list[StructField] = []
+    for i, part in enumerate(path):
+        assert st is not None
+        f = next((x for x in st.fields if x.name == part), None)
+        where = ".".join([head, *path[:i]])
+        if f is None:
+            raise ctx.error(loc, f"'{where}' (struct '{st.name}') has no field '{part}'",
+                            did_you_mean(part, [x.name for x in st.fields]))
+        if f.count:
+            raise ctx.error(loc, f"field '{where}.{part}' is an array ({f.count} elements); 'from' reads a "
+                            "scalar field")
+        fields.append(f)
+        st = f.struct
+        if st is None and i < len(path) - 1:
+            raise ctx.error(loc, f"field '{where}.{part}' is a scalar, not a struct: it has no field "
+                            f"'{path[i + 1]}'")
+    last = fields[-1]
+    if last.struct is not None or last.scalar is None:
+        raise ctx.error(loc, f"field '{text}' is a struct; 'from' reads an integer field",
+                        f"name one of its fields, e.g. {text}.{last.struct.fields[0].name}"
+                        if last.struct is not None and last.struct.fields else "")
+    if not last.scalar.is_integer:
+        raise ctx.error(loc, f"field '{text}' is {last.scalar.name}; 'from' reads an integer field "
+                        "(expressions use integers only)")
+    if last.scalar.name != scalar.name:
+        raise ctx.error(loc, f"field '{text}' is {last.scalar.name}, but host argument '{name}' is {scalar.name}",
+                        f"give '{name}' the field's type: {{type: {last.scalar.name}, from: {text}}}")
+    return head, tuple(fields)
 
 
 def _kernel(
@@ -2478,8 +2479,7 @@ def _kernel_entries(
     raw_host: list[tuple[Arg, YNode | None]] = []
     if "host_args" in f:
         with ctx.at("host_args"):
-            raw_host = _args(ctx, f["host_args"], True, taken, axes)
-    raw_host = [(_resolve_source(ctx, a, raw_args), n) if a.source is not None else (a, n) for a, n in raw_host]
+            raw_host = _args(ctx, f["host_args"], True, taken, axes, [a for a, _ in raw_args])
     int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
     float_names = {a.name for a, _ in raw_args + raw_host if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
@@ -3651,7 +3651,7 @@ def check_fallbacks(catalog: Catalog) -> None:
                                 "(whose element types and const-ness may differ; "
                                 "void* and pointer arrays must be the same in every member)",
                             )
-                        if (a.source_text if a.derived else None) != (b.source_text if b.derived else None):
+                        if a.source_text != b.source_text:  # ("" where the launcher takes it)
                             def how(x: Arg, who: str) -> str:
                                 return (f"read from {x.source_text} in {who}" if x.derived
                                         else f"taken by the launcher in {who}")

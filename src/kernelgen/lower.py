@@ -16,6 +16,7 @@ from kernelgen import expr, plan
 from kernelgen.cases import boundary_cases, expected_plan, launch_check_cases, search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap, chain_arguments
 from kernelgen.types import ELEM_TYPES, SCALARS, ElemType, ScalarType
+from kernelgen.wording import joined
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class LKernel:
         out = []
         if self.variants:
             values = [str(v.value) for v in self.variants]
-            shown = values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+            shown = joined(values, "or")
             out.append(f"Variants on {self.variant_on}: {shown} (another value: not launched).")
         if self.zeros:
             out.append("Set to zero before each launch (cudaMemsetAsync on the launch stream): "
@@ -589,9 +590,16 @@ def unreachable_members(catalog: Catalog) -> list[str]:
             def takes(i: int, j: int) -> bool:  # member i is tried for the arrays member j takes
                 return all(a in (0, b) for a, b in zip(types[i], types[j]))
 
-            def launches(j: int, target: Target, env: dict[str, int]) -> int:
-                owner, k = kernels[j]
-                return expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
+            codes: dict[tuple[int, str, tuple[tuple[str, int], ...]], int] = {}
+
+            def launches(j: int, target: Target, case: tuple[tuple[str, int], ...]) -> int:
+                """Member j's plan code for the argument set (each planned once: every later member asks)."""
+                key = (j, target.name, case)
+                if key not in codes:
+                    owner, k = kernels[j]
+                    env = dict(case)
+                    codes[key] = expected_plan(owner, k, target, {a.name: env[a.name] for a in k.int_args})[0]
+                return codes[key]
 
             for j, (owner, k) in enumerate(kernels):
                 built = [(t, lc) for t, lc in chains if t.name in k.targets]
@@ -604,14 +612,13 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                 reached = False
                 for target, lc in built:
                     for case in lc.cases:
-                        env = dict(case)
-                        if launches(j, target, env) != 0:
+                        if launches(j, target, case) != 0:
                             continue
                         taker = None  # the earlier member that launches it; -1: one that ends the chain
                         for i in earlier:
                             if target.name not in kernels[i][1].targets:
                                 continue
-                            c = launches(i, target, env)
+                            c = launches(i, target, case)
                             if c == 0 or (c < 0 and not plan.falls_through(c)):
                                 taker = i if c == 0 else -1
                                 break
@@ -621,6 +628,7 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                         if taker < 0:
                             continue
                         takers.setdefault(taker)
+                        env = dict(case)
                         if first is None or (_same(example, env) and not _same(example, first[1])):
                             first = (target, env)
                     if reached:
@@ -632,13 +640,11 @@ def unreachable_members(catalog: Catalog) -> list[str]:
                     continue
                 target, env = first
                 names = [fb.members[i].qualname for i in takers]
-                who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+                who = joined(names, "and")
                 shown = ", ".join(f"{n}={v}" for n, v in (example if _same(example, env) else env).items())
                 which = "its first example, " if _same(example, env) else ""
-                where = ""
-                if keys:
-                    elems = [f"{key.name}: {ELEM_TYPES[e - 1].name}" for key, e in zip(keys, types[j]) if e]
-                    where = f" ({', '.join(elems)})"
+                typed = chains[0][1].member_type_names[j] if keys else ()
+                where = f" ({', '.join(f'{key}: {elem}' for key, elem in typed)})" if typed else ""
                 ref = fb.members[j]
                 verb = "launches" if len(names) == 1 else "launch"
                 if fb.dispatch:

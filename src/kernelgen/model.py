@@ -134,8 +134,8 @@ class Arg:
 
     @property
     def source_text(self) -> str:
-        """``p.window.left``: where a derived argument's value comes from."""
-        return ".".join([self.source or "", *(f.name for f in self.source_fields)])
+        """``p.window.left``: where a derived argument's value comes from ("" for another argument)."""
+        return ".".join([self.source, *(f.name for f in self.source_fields)]) if self.source else ""
 
     @property
     def source_offset(self) -> int:

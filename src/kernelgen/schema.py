@@ -36,6 +36,8 @@ DEFAULT_VERSION = 1
 
 # Value patterns, matched in full (the loader uses them with re.fullmatch).
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+# A struct argument's field, `from`'s value: p.rows, p.window.left.
+FIELD_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 MODULE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}")
 # A kernel symbol: a C++ template-id, checked by kernelgen.symbols' tokenizer; the JSON Schema
 # checks its characters only (with `{AXIS}` placeholders before an instance's values are put in).
@@ -332,8 +334,7 @@ ARGUMENT = Struct(
               "launch stream before each launch, so a kernel's flag, counter or workspace starts from zero; "
               "capturable in CUDA graphs.",
               "false"),
-        Field("from", Kind("struct argument field path", {
-            "type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$"}), False,
+        Field("from", Kind("struct argument field path", {"type": "string", "pattern": _full(FIELD_PATH_RE)}), False,
               "Host integer arguments only: the field of a struct argument the value is read from (`p.rows`, "
               "`p.window.left` for a nested struct's). The launchers (C++, C, Python, Rust) do not take the "
               "argument: they read it from the struct passed, so the grid, sizes and clauses follow the struct's "

@@ -24,3 +24,8 @@ def article(phrase: str) -> str:
     """``phrase`` after ``a`` or ``an``, by its first letter (``an argument name``, ``a kernel name``)."""
     first = phrase[:1].lower()
     return f"{'an' if first and first in 'aeiou' else 'a'} {phrase}"
+
+
+def joined(items: list[str], conjunction: str) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (with ``conjunction`` "and" or "or")."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"

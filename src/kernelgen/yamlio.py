@@ -245,14 +245,14 @@ def _scalar(loc: SourceLoc, raw: str, style: str | None, field: str = "") -> YSc
             loc, field, f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
             f"write true or false, or quote it for a string: '{raw}'",
         )
-    if _NUMBERISH.fullmatch(raw) and _FLOATISH.fullmatch(raw):
-        raise SpecError(
-            loc, field,
-            f"'{raw}' is not written as a plain decimal number (YAML 1.1 and 1.2 read such forms differently)",
-            "write digits, a decimal point with a digit on each side, and an exponent only with its sign "
-            "(0.000001, 1.0e-6, 1000.0, 1.0e+3), or quote it for a string",
-        )
     if _NUMBERISH.fullmatch(raw):
+        if _FLOATISH.fullmatch(raw):
+            raise SpecError(
+                loc, field,
+                f"'{raw}' is not written as a plain decimal number (YAML 1.1 and 1.2 read such forms differently)",
+                "write digits, a decimal point with a digit on each side, and an exponent only with its sign "
+                "(0.000001, 1.0e-6, 1000.0, 1.0e+3), or quote it for a string",
+            )
         raise SpecError(
             loc, field, f"'{raw}' is not a plain decimal integer",
             "write integers in decimal without '_' or leading zeros; quote it for a string",

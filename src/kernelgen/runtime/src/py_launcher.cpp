@@ -28,6 +28,7 @@ struct Launcher {
   PyObject** launched;         // cached "launched" outcomes per kernel
   PyObject* outcomes;          // dict: (kernel index, code) -> Outcome
   PyObject* plan;              // the bound plan method, with this launcher's signature and doc
+  int32_t ncall;               // the call's arguments: the rows before the derived ones (kDerived, last)
 };
 
 // Matches positional and keyword arguments to slots. `stream` is a keyword of every launcher.
@@ -238,36 +239,13 @@ int32_t struct_bytes(const LauncherSpec* s) {
 
 // A derived argument's value: the integer field at its offset in its struct argument's bytes (the
 // C layout the call's struct was packed in), widened as the value slot of its type holds it.
+// (The hosts CUDA runs on are little-endian: the field's bytes are the low bytes of the value.)
 void read_field(const ArgSpec& a, const unsigned char* st, Value* out) {
   const ScalarInfo& info = kScalars[a.type];
-  const unsigned char* at = st + a.from_offset;
-  const bool sign = info.kind == kSigned;
-  switch (info.bits) {
-    case 8: {
-      uint8_t v;
-      std::memcpy(&v, at, 1);
-      if (sign) out->i = static_cast<int8_t>(v); else out->u = v;
-      break;
-    }
-    case 16: {
-      uint16_t v;
-      std::memcpy(&v, at, 2);
-      if (sign) out->i = static_cast<int16_t>(v); else out->u = v;
-      break;
-    }
-    case 32: {
-      uint32_t v;
-      std::memcpy(&v, at, 4);
-      if (sign) out->i = static_cast<int32_t>(v); else out->u = v;
-      break;
-    }
-    default: {
-      uint64_t v;
-      std::memcpy(&v, at, 8);
-      if (sign) out->i = static_cast<int64_t>(v); else out->u = v;
-      break;
-    }
-  }
+  uint64_t v = 0;
+  std::memcpy(&v, st + a.from_offset, info.bits / 8);
+  const int shift = 64 - info.bits;  // sign-extends a signed field
+  if (info.kind == kSigned) out->i = static_cast<int64_t>(v << shift) >> shift; else out->u = v;
 }
 
 bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
@@ -379,7 +357,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
     for (int32_t k = 0; k < s->nkeys; ++k) values[s->nargs + k].u = masks[k];
   }
-  for (int32_t i = 0; i < s->nargs; ++i) {
+  for (int32_t i = 0; i < self->ncall; ++i) {
     ArgSpec typed;
     const ArgSpec* ap = &s->args[i];
     if (keyed && elem_of_arg[i] != 0) {
@@ -389,7 +367,6 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
     const ArgSpec& a = *ap;
     numels[i] = -1;
-    if (a.kind == kDerived) continue;  // read from its struct below
     int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
     if (a.kind == kPointer && !PyLong_CheckExact(slots[i]) && slots[i] != Py_None) {
       for (int32_t j = 0; j < i && reuse < 0; ++j) {
@@ -418,9 +395,9 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
                                : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
     if (rc < 0) return nullptr;
   }
-  for (int32_t i = 0; i < s->nargs; ++i) {
-    const ArgSpec& a = s->args[i];
-    if (a.kind == kDerived) read_field(a, static_cast<const unsigned char*>(values[a.from_arg].p), &values[i]);
+  for (int32_t i = self->ncall; i < s->nargs; ++i) {  // the derived ones, from their structs
+    read_field(s->args[i], static_cast<const unsigned char*>(values[s->args[i].from_arg].p), &values[i]);
+    numels[i] = -1;
   }
   if (s->nsizes > 0) {
     int64_t sizes[kMaxArgs];
@@ -589,8 +566,7 @@ PyObject* get_name(PyObject* obj, void*) {
 }
 PyObject* get_args(PyObject* obj, void*) {
   const LauncherSpec* s = reinterpret_cast<Launcher*>(obj)->spec;
-  int32_t n = s->nargs;  // the call's arguments: the derived ones (the table's last rows) are not
-  while (n > 0 && s->args[n - 1].kind == kDerived) --n;
+  const int32_t n = reinterpret_cast<Launcher*>(obj)->ncall;  // the derived ones are not the call's
   PyObject* t = PyTuple_New(n);
   if (t == nullptr) return nullptr;
   for (int32_t i = 0; i < n; ++i) {
@@ -730,6 +706,8 @@ int add_launcher(PyObject* module, const LauncherSpec* spec) {
   self->launched = new PyObject*[spec->nkernels];
   self->outcomes = PyDict_New();
   self->plan = nullptr;
+  self->ncall = spec->nargs;
+  while (self->ncall > 0 && spec->args[self->ncall - 1].kind == kDerived) --self->ncall;
   if (self->module_name == nullptr || self->outcomes == nullptr) {
     Py_DECREF(self);
     return -1;
