@@ -1197,10 +1197,15 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
         for i, e in enumerate(pl.entries):
             fixed_suffix = "".join(f"_{word(e.fixed[k])}" for k in vary)
             single = [vals[0] for vals in e.axes if len(vals) == 1]
-            name = fam + (fixed_suffix + "".join(f"_{v}" for v in single) if several else "")
-            if several and (name == fam or name in kernels or (axes and len(single) == len(axes))):
-                name = f"{fam}{fixed_suffix}_{i + 1}"  # (a name of its values alone is its instance's)
             pattern = (fam + fixed_suffix + "".join(f"_{{{a}}}" for a in axes)) if several and axes else None
+            # its fixed arguments' values (act_relu), else with its axes' single values where that is
+            # not its one instance's name, else a number
+            name = fam
+            if several:
+                with_values = fam + fixed_suffix + "".join(f"_{v}" for v in single)
+                own = bool(axes) and len(single) == len(axes)  # with_values: its one instance
+                name = next((c for c in (fam + fixed_suffix, None if own else with_values)
+                             if c and c != fam and c not in kernels), f"{fam}{fixed_suffix}_{i + 1}")
             kernels.append(name)
             patterns.append(pattern)
             every.append(name)

@@ -1502,8 +1502,6 @@ def _instantiate_list(ctx: _Ctx, node: YSeq, constants: Mapping[str, int]) -> tu
     return axes, combos
 
 
-# A C++ qualified name: an enumerator as a non-type template argument (Act::Relu, ns::Act::Relu).
-_ENUMERATOR = re.compile(r"(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")
 _AXIS_KINDS = {"type": "element types", "int": "integers", "bool": "booleans", "enumerator": "enumerators"}
 
 
@@ -1523,7 +1521,7 @@ def _axis_value(ctx: _Ctx, item: YNode) -> str | int:
                         "ACT: [Act::Relu, Act::Gelu]")
     if "::" in v:
         bad = next((w for w in v.removeprefix("::").split("::") if w in CPP_KEYWORDS), None)
-        if not _ENUMERATOR.fullmatch(v) or bad is not None:
+        if not schema.ENUMERATOR_RE.fullmatch(v) or bad is not None:
             raise ctx.error(item.loc, f"{v!r} is not an enumerator's qualified name" + (
                 f" ('{bad}' is a C++ keyword)" if bad else ""), "e.g. Act::Relu or ns::Act::Relu, as the sources "
                 "spell it from the global namespace")

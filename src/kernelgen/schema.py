@@ -38,6 +38,8 @@ DEFAULT_VERSION = 1
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # A struct argument's field, `from`'s value: p.rows, p.window.left.
 FIELD_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+# An enumerator as an instantiate axis value (a non-type template argument): Act::Relu, ns::Act::Relu.
+ENUMERATOR_RE = re.compile(r"(?:::)?[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+")
 MODULE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}")
 # A kernel symbol: a C++ template-id, checked by kernelgen.symbols' tokenizer; the JSON Schema
 # checks its characters only (with `{AXIS}` placeholders before an instance's values are put in).
@@ -128,7 +130,7 @@ SUMMARY = Kind("text", {"type": "string", "maxLength": MAX_TEXT, "pattern": r"\S
 IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
 # One value of an instantiate axis: an element type, an integer, a boolean or an enumerator.
 _AXIS_VALUE = {"anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}, {"type": "boolean"},
-                         {"type": "string", "pattern": r"^(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)+$"}]}
+                         {"type": "string", "pattern": _full(ENUMERATOR_RE)}]}
 MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
 SYMBOL = Kind("C++ function name or template-id", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
 ENV_NAME = Kind("environment variable name", {"type": "string", "pattern": _full(ENV_RE)})

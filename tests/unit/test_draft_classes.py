@@ -203,6 +203,9 @@ def test_explicit_instantiations_that_are_no_product(tmp_path: Path) -> None:
     axpy = next(d for d in catalog.modules[0].dispatches if d.name == "axpy")
     assert [r.kernel for r in axpy.members] == ["axpy_f32_256", "axpy_f16_128", "axpy_bf16_256"]
     assert {"vec_copy_true_f32_4", "vec_copy_false_f32_1"} <= kernels
+    # each kernel named by the boolean it fixes (its one instance adds the axes' values)
+    assert "  vec_copy_true:\n" in edge and "  vec_copy_false:\n    extends: vec_copy_true" in edge, edge
+    assert 'instance_name: "vec_copy_false_{T}_{kVec}"' in edge
     assert 'symbol: "vec_copy_kernel<{T}, {kVec}, false>"' in edge
 
 
