@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelgen import expr
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
     Macros,
@@ -41,6 +42,7 @@ from kernelgen.kernel_source import (
     namespaces_at,
     strip_comments,
 )
+from kernelgen.launch_sites import Geometry, LaunchSite, geometry, launch_sites
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
@@ -111,6 +113,8 @@ class Global:
     cooperative: bool = False  # its body syncs the whole grid (cooperative_groups)
     pdl: bool = False  # its body waits on / releases the stream's previous / next kernel (griddepcontrol)
     macro: str = ""  # the macro invocation that declares it, if any
+    launched: bool = False  # its instances are those the source's launches give (no explicit instantiations)
+    sites: list[LaunchSite] = field(default_factory=list)  # its launches (k<<<...>>>(...)) in the source
 
 
 def _split_top(text: str) -> list[str]:
@@ -815,7 +819,27 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                     out[key].max_threads = threads
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
+        g.sites = launch_sites(prepared[0].text, g.name)
+        if g.template and not g.instances:  # the template arguments its launches give, where plain
+            g.instances = list(dict.fromkeys(
+                tuple(" ".join(a.split()) for a in s.template_args) for s in g.sites
+                if s.template_args and len(s.template_args) <= len(g.template) and all(
+                    _plain_arg(t, a, scope, g.namespace, defined) for t, a in zip(g.template, s.template_args))))
+            g.launched = bool(g.instances)
     return list(out.values()), notes
+
+
+def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, defined: dict[str, int]) -> bool:
+    """Whether template argument ``arg`` of a launch is a value the draft can take for ``t``: an
+    element type, an integer (a literal or a constant), true / false (not a name of the launching
+    function's, such as its own template parameter)."""
+    if t.kind == "type":
+        return CPP_TYPES.get(_resolve(scope.qualify(arg, namespace), scope.aliases)) in SPEC_ELEMS
+    if t.kind == "int":
+        return scope.value(arg, namespace, defined) is not None
+    if t.kind == "bool":
+        return arg.strip() in ("true", "false")
+    return False
 
 
 # A parameter's text still invoking something (a macro left unexpanded), but not a function pointer.
@@ -898,6 +922,11 @@ def _axis_name(name: str, taken: set[str]) -> tuple[str, str]:
 
 # Words YAML 1.1 or 1.2 reads as booleans or null: quoted in the draft.
 _YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+
+
+def _yaml_expr(text: str) -> str:
+    """An expression as a YAML scalar: an integer literal plain, else as ``_yaml_str`` writes it."""
+    return text if text.isdigit() else _yaml_str(text)
 
 
 def _yaml_str(text: str) -> str:
@@ -1015,6 +1044,7 @@ class _Plan:
     args: list[tuple[str, Param]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     guessed: bool = True  # the axis values are guesses (no explicit instantiations)
+    constants: dict[str, int] = field(default_factory=dict)  # the sources' integer constants
 
 
 def _products(rows: list[tuple[str, ...]]) -> list[list[list[str]]]:
@@ -1039,7 +1069,7 @@ def _products(rows: list[tuple[str, ...]]) -> list[list[list[str]]]:
 
 
 def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
-    pl = _Plan(g)
+    pl = _Plan(g, constants=defined)
     pointer = {t.name for t in g.template if t.kind == "type" and any(
         p.spec and p.spec.endswith("*") and f"{{{t.name}}}" in p.spec for p in g.params)}
     local = frozenset(t.name for t in g.template)
@@ -1498,7 +1528,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append(f"    # {n}")
         if pl.axes and entry.combos is not None:
             names = [pl.axis_names[t.name] for t in pl.axes]
-            body.append("    instantiate:  # the source's explicit instantiations: these combinations only")
+            body.append("    instantiate:  # the source's " + ("launches" if g.launched else "explicit instantiations")
+                        + ": these combinations only")
             for combo in entry.combos:
                 body.append("      - {" + ", ".join(f"{n}: {v}" for n, v in zip(names, combo)) + "}")
             if pattern is not None:
@@ -1510,7 +1541,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 aname = pl.axis_names[t.name]
                 why = pl.axis_notes.get(t.name, "")
                 if not pl.guessed:
-                    comment = "the source's explicit instantiations"
+                    comment = ("the source's launches" + ("; check: the dispatcher takes the first instance that "
+                                                          "launches (applies_if chooses)" if len(vals) > 1 else "")
+                               if g.launched else "the source's explicit instantiations")
                 elif t.kind == "type":
                     comment = "check: the element types to build it for"
                 else:
@@ -1543,20 +1576,43 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         # more where there is one (an 8-bit flag holds no size)
         pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints
         driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
-        axis = pl.axis_names
-        int_params = {t.name for t in g.template if t.kind == "int"}
-        threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
-            else "256"
-        threads = axis.get(threads, threads)
-        cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
-        cx = cluster[0] if cluster else "1"
-        grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
-            if driver else cx
-        cy, cz = (cluster[1], cluster[2]) if cluster else (1, 1)
-        body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
-        body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
-        if cluster:
-            body.append(f"    cluster: [{', '.join(cluster)}]")
+        launch = _launch(pl, args, int_max, driver)
+        cluster: tuple[str, ...] | None = None
+        smem_line = None
+        if launch is not None:
+            geo, values, kinds = launch
+            if geo.host_args:
+                body.append("    host_args:  # the launching function's integers the launch uses")
+                for n, t in geo.host_args:
+                    body.append(f"      {_yaml_str(n)}: {t}")
+            where = f"as the source's launch at line {geo.line} gives it" if kinds == 1 else \
+                f"check: as the source's launch at line {geo.line} gives it; its launches give {kinds} geometries"
+            body.append(f"    grid: [{', '.join(map(_yaml_expr, geo.grid))}]  # {where}")
+            body.append(f"    block: [{', '.join(map(_yaml_expr, geo.block))}]")
+            if geo.shared_mem is not None:
+                smem_line = f"    shared_mem: {_yaml_expr(geo.shared_mem)}"
+        else:
+            axis = pl.axis_names
+            int_params = {t.name for t in g.template if t.kind == "int"}
+            threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
+                else "256"
+            threads = axis.get(threads, threads)
+            cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
+            cx = cluster[0] if cluster else "1"
+            grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
+                if driver else cx
+            cy, cz = (cluster[1], cluster[2]) if cluster else (1, 1)
+            body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
+            body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
+            if cluster:
+                body.append(f"    cluster: [{', '.join(cluster)}]")
+            if g.dynamic_smem is not None:
+                written, elem = g.dynamic_smem
+                t = ELEMS.get(elem or "") or SCALARS.get(elem or "")
+                per = t.bits // 8 if t is not None else 0
+                smem_line = (f"    shared_mem: {_yaml_str(f'{threads} * {per}') if per else 0}  # check: the bytes of "
+                             f"its extern __shared__ {written} array")
+            values = {n: min(1024, int_max[n]) if n == driver else 1 for n in ints}
         modes, why = [], []
         if g.cooperative:
             if cluster:
@@ -1570,18 +1626,57 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             why.append("it waits on or releases the stream's neighbouring kernels (griddepcontrol)")
         if modes:
             body.append(f"    launch: {{{', '.join(modes)}}}  # {'; '.join(why)}")
-        if g.dynamic_smem is not None:
-            written, elem = g.dynamic_smem
-            t = ELEMS.get(elem or "") or SCALARS.get(elem or "")
-            per = t.bits // 8 if t is not None else 0
-            body.append(f"    shared_mem: {_yaml_str(f'{threads} * {per}') if per else 0}  # check: the bytes of its "
-                        f"extern __shared__ {written} array")
+        if smem_line:
+            body.append(smem_line)
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
-        example = ", ".join([f"{_yaml_str(n)}: {min(1024, int_max[n]) if n == driver else 1}" for n in ints]
-                            + [f"{_yaml_str(n)}: true" for n in bools])
+        example = ", ".join([f"{_yaml_str(n)}: {v}" for n, v in values.items()] +
+                            [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
     return body
+
+
+def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int],
+            driver: str | None) -> tuple[Geometry, dict[str, int], int] | None:
+    """The geometry of the kernel's first launch in the source that the spec can say, integer
+    values for its arguments (and the host arguments it adds) for which every instance launches
+    (the count ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many
+    different geometries its launches give; None where no launch gives one."""
+    if not pl.g.sites or pl.g.cooperative or pl.g.cluster:
+        return None
+    params = [(n, t if t in SCALARS else None) for n, t, _ in args]
+    taken = {n for n, _, _ in args} | set(pl.axis_names.values())
+    axes = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
+            if t.kind == "int" and t.name in pl.axis_names}
+    order = [pl.axis_names[t.name] for t in pl.axes]
+    instances = [{a: int(v) for a, v in zip(order, combo) if a in axes.values()}
+                 for combo in (pl.entries[0].combinations() if pl.entries else [[]])]
+    found = [g for g in (geometry(site, params, pl.constants, taken, axes) for site in pl.g.sites)
+             if g is not None and all(_usable(n) for n, _ in g.host_args)]
+    kinds = len({(g.grid, g.block, g.shared_mem) for g in found})
+    for geo in found:
+        names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args)}
+        exprs = [*geo.grid, *geo.block, *([geo.shared_mem] if geo.shared_mem else [])]
+        try:
+            trees = [expr.parse(e, {**names, **dict.fromkeys(axes.values())}, expr.Ty.INT) for e in exprs]
+        except expr.ParseError:
+            continue
+        for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
+                      dict.fromkeys(names, 1024)):
+            env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
+            if all(_launches(trees, {**env, **inst}) for inst in instances):
+                return geo, env, kinds
+    return None
+
+
+def _launches(trees: list[expr.Node], env: dict[str, int]) -> bool:
+    """Whether grid, block (and shared memory) ``trees`` give a launch for ``env``."""
+    try:
+        vals = [int(expr.evaluate(t, env)) for t in trees]
+    except expr.ExprError:
+        return False
+    grid, block, smem = vals[:3], vals[3:6], (vals[6] if len(vals) > 6 else 0)
+    return min(grid) >= 1 and min(block) >= 1 and block[0] * block[1] * block[2] <= 1024 and 0 <= smem <= 48 * 1024
 
 
 def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:

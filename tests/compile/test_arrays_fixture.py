@@ -438,7 +438,15 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
         "  if (threadIdx.x < n) out[threadIdx.x] = red[threadIdx.x];\n}\n"
         "template <int B> __global__ void fill_b_kernel(float* out, unsigned n) {\n"
         "  if (threadIdx.x < n) out[threadIdx.x] = B;\n}\n"
-        "template __global__ void fill_b_kernel<8>(float*, unsigned);\n")
+        "template __global__ void fill_b_kernel<8>(float*, unsigned);\n"
+        # a template kernel its own host code launches: the geometry and the instances from the launches
+        "template <int block_size> __global__ void rows_kernel(const float* x, float* y, int ncols) {\n"
+        "  y[blockIdx.x * ncols + threadIdx.x] = x[blockIdx.x * ncols + threadIdx.x] * block_size;\n}\n"
+        "void rows_cuda(const float* x, float* y, int ncols, int nrows, cudaStream_t stream) {\n"
+        "  if (ncols < 1024) {\n    const dim3 b(32, 1, 1);\n"
+        "    rows_kernel<32><<<nrows, b, 0, stream>>>(x, y, ncols);\n"
+        "  } else {\n    const dim3 b(1024, 1, 1);\n"
+        "    rows_kernel<1024><<<nrows, b, 0, stream>>>(x, y, ncols);\n  }\n}\n")
     res = run_cli("draft", "kernels/arrays.cu", "--write", "--module", "drafted", cwd=root)
     assert res.returncode == 0, res.stderr
     spec = (root / "specs" / "drafted.yaml").read_text()
@@ -449,6 +457,10 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
     assert '    shared_mem: "256 * 4"  # check: the bytes of its extern __shared__ float array\n' in spec, spec
     assert spec.count("symbol: \"fill_b_kernel<{B}>\"") == 1 and "fill_b_f32" not in spec, spec
     assert "      B: [8]  # the source's explicit instantiations\n" in spec, spec
+    assert "      block_size: [32, 1024]  # the source's launches" in spec, spec
+    assert "    host_args:  # the launching function's integers the launch uses\n      nrows: i32\n" in spec, spec
+    assert "    grid: [nrows, 1, 1]  # as the source's launch at line" in spec and "    block: [block_size, 1, 1]\n" \
+        in spec, spec
     res = run_cli("build", "--target", TARGET, "--no-torch-reader", "--no-link", cwd=root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1",
@@ -456,10 +468,13 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c",
                           "import kernelgen_ops.hopper.drafted as m\n"
                           "print(m.bump.plan()['launched'], m.spelled_ints.plan(bias=1, n=1000)['grid'])\n"
-                          "print(m.bump.__doc__.splitlines()[0])\n"],
+                          "print(m.bump.__doc__.splitlines()[0])\n"
+                          "p = m.rows_1024.plan(ncols=4096, nrows=7)\n"
+                          "print(p['grid'], p['block'], m.rows_32.plan(ncols=100, nrows=3)['block'])\n"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines() == ["True (4, 1, 1)", "(*, stream=None) -> Outcome"], res.stdout
+    assert res.stdout.splitlines() == ["True (4, 1, 1)", "(*, stream=None) -> Outcome",
+                                       "(7, 1, 1) (1024, 1, 1) (32, 1, 1)"], res.stdout
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]

@@ -1,0 +1,356 @@
+"""The launch geometry a CUDA source's own host code gives a kernel, for ``kernelgen draft``.
+
+A source that launches its kernels with ``k<<<grid, block, smem, stream>>>(args)`` already says
+how the grid, the block and the dynamic shared memory follow from the arguments. This module
+reads such a launch and writes its geometry as spec expressions over the kernel's arguments,
+instead of the draft's guess:
+
+- the launch's configuration, and ``dim3`` and integer variables of the launching function
+  declared before it (``dim3 grid(div, rows);``, ``const int threads = 256;``, ``int blocks =
+  (n + threads - 1) / threads;``, the last declaration before the launch), are put in;
+- a name the launch passes to the kernel as an argument (``k<<<..>>>(out, in, n)``, also through a
+  cast) becomes that argument's spec name; a constant of the sources (``#define``, ``constexpr``)
+  its value; an integer parameter of the launching function that the kernel does not take
+  becomes a host argument (``host_args``: the launcher takes it to size the launch);
+- C++'s integer operators are written as the spec's (``/`` as ``//``, ``std::min`` as ``min``,
+  casts dropped); anything else (a member call such as ``x.size(0)``, ``?:``, a float) leaves the
+  draft's guess in place.
+
+What is read is text, as the rest of the draft reads it: comments removed, no preprocessor
+conditionals evaluated, the launching function found as the innermost braces around the launch
+that follow a parameter list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kernelgen.kernel_source import closing
+from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+# integer types a launching function's parameters and variables are declared with
+_INT_WORDS = {"int", "unsigned", "signed", "long", "short", "size_t", "ssize_t", "ptrdiff_t", "int8_t", "int16_t",
+              "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "index_t", "auto"}
+_QUALIFIERS = {"const", "constexpr", "static", "register", "volatile", "std"}
+_CAST_TYPES = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|size_t|u?int(?:8|16|32|64)_t|" \
+              r"std::size_t|std::u?int(?:8|16|32|64)_t|int64_t|unsigned)"
+
+
+@dataclass
+class LaunchSite:
+    """One ``k<<<...>>>(...)`` of a kernel: its configuration's texts with the launching
+    function's variables put in, the call's argument texts, and the launching function's integer
+    parameters (name -> C++ type)."""
+
+    line: int
+    template_args: list[str] | None  # k<...><<<: its template arguments as written, None without
+    config: list[str]  # grid, block[, shared memory[, stream]] as written
+    call_args: list[str]
+    locals: dict[str, str] = field(default_factory=dict)  # integer variables: name -> initializer
+    dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
+    host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
+
+
+@dataclass
+class Geometry:
+    """A launch's geometry as spec expressions: grid and block (three each), the dynamic shared
+    memory (None: zero), and the host arguments they use (name, spec type)."""
+
+    grid: tuple[str, str, str]
+    block: tuple[str, str, str]
+    shared_mem: str | None
+    host_args: list[tuple[str, str]]
+    line: int
+
+
+def launch_sites(text: str, name: str) -> list[LaunchSite]:
+    """The launches of the kernel called ``name`` (its last name, qualified or not, with template
+    arguments or not) in ``text`` (comment-free, literals blanked)."""
+    out = []
+    for m in re.finditer(r"<<<", text):
+        before = text[max(0, m.start() - 300):m.start()]
+        callee = re.search(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$", before)
+        if callee is None or callee.group(2) != name:
+            continue
+        end = text.find(">>>", m.end())
+        if end < 0:
+            continue
+        config = _split(text[m.end():end])
+        rest = text[end + 3:]
+        paren = re.match(r"\s*\(", rest)
+        if paren is None or len(config) < 2:
+            continue
+        start = end + 3 + paren.end()
+        close = closing(text, start)
+        if close is None:
+            continue
+        targs = _split(callee.group(3)[1:-1]) if callee.group(3) else None
+        site = LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config, _split(text[start:close]))
+        body = _function_body(text, m.start())
+        if body is not None:
+            head_end, body_start = body
+            site.host_params = _int_params(text, head_end)
+            _read_variables(text[body_start:m.start()], site)
+        out.append(site)
+    return out
+
+
+def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: dict[str, int],
+             taken: set[str], axes: dict[int, str] | None = None) -> Geometry | None:
+    """``site``'s geometry over the kernel's parameters ``params`` (per parameter in order: its
+    spec name, and its spec type where it is a scalar), or None where some part of it is not
+    written in what the spec can say. ``constants``: the sources' integer constants; ``taken``: the
+    names a host argument may not take (the kernel's arguments, its axes); ``axes``: the integer
+    axes by template parameter position: a name or number the launch gives such a parameter
+    (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``) is the axis where the configuration uses it."""
+    bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
+             if site.template_args is not None and i < len(site.template_args)}
+    if len(site.call_args) != len(params):
+        return None
+    passed: dict[str, str] = {}
+    for text, (spec, ty) in zip(site.call_args, params):
+        bare = _uncast(text.strip())
+        if _IDENT.fullmatch(bare) and ty is not None and ty in SCALARS and SCALARS[ty].is_integer:
+            passed.setdefault(bare, spec)
+    host: dict[str, str] = {}
+
+    def name(word: str, first: bool = False) -> str | None:
+        """``word``'s spec spelling; with ``first``, only where it is what the kernel is passed
+        (before the launching function's variables are put in)."""
+        if word in bound:
+            return bound[word]
+        if word.isdigit():
+            return word
+        if word in passed:
+            return passed[word]
+        if first:
+            return None
+        if word in constants:
+            return str(constants[word])
+        ty = site.host_params.get(word)
+        if ty is not None and word not in taken:
+            host[word] = ty
+            return word
+        return None
+
+    def dims(text: str) -> list[str] | None:
+        text = text.strip()
+        if _IDENT.fullmatch(text) and text in site.dims:
+            parts = list(site.dims[text])
+        else:
+            call = re.fullmatch(r"dim3\s*[({](.*)[)}]", text, re.S)
+            parts = _split(call.group(1)) if call else [text]
+        if not 1 <= len(parts) <= 3:
+            return None
+        out = []
+        for p in parts + ["1"] * (3 - len(parts)):
+            e = _spec_expr(p, site.locals, name)
+            if e is None:
+                return None
+            out.append(e)
+        return out
+
+    grid, block = dims(site.config[0]), dims(site.config[1])
+    if grid is None or block is None:
+        return None
+    smem: str | None = None
+    if len(site.config) > 2:
+        smem = _spec_expr(site.config[2], site.locals, name)
+        if smem is None:
+            return None
+        if smem == "0":
+            smem = None
+    types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
+    return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
+                    [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _split(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (``<>`` counted only where a name precedes it)."""
+    out, depth, cur = [], 0, []
+    for i, ch in enumerate(text):
+        if ch in "([{" or (ch == "<" and re.search(r"[\w:]\s*$", text[:i]) and text[i + 1:i + 2] not in "<="):
+            depth += 1
+        elif ch in ")]}" or (ch == ">" and depth > 0 and text[i - 1:i] != "-"):
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _function_body(text: str, pos: int) -> tuple[int, int] | None:
+    """For the launch at ``pos``: the end of the launching function's parameter list and the start
+    of its body (just past its ``{``), or None."""
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", text[:pos]):
+        if m.group(0) == "{":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    for brace in stack:  # outermost first: the function, not a loop or an if inside it
+        head = text[:brace].rstrip()
+        head = re.sub(r"(?:\s*\b(?:const|noexcept|override|final))+$", "", head)
+        if head.endswith(")") and not re.search(r"\b(?:if|for|while|switch|catch)\s*\($", _opening_word(head)):
+            return len(head), brace + 1
+    return None
+
+
+def _opening_word(head: str) -> str:
+    """The text of ``head`` (ending in ``)``) from the word before its matching ``(``."""
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(head[i], 0)
+        if depth == 0:
+            return head[max(0, i - 12):i + 1]
+    return ""
+
+
+def _int_params(text: str, head_end: int) -> dict[str, str]:
+    """The integer parameters (name -> C++ type) of the function whose parameter list ends at
+    ``head_end`` (its ``)``)."""
+    depth, i = 0, head_end - 1
+    while i >= 0:
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+        i -= 1
+    out = {}
+    for p in _split(text[i + 1:head_end - 1]):
+        p = p.split("=")[0].strip()
+        words = re.findall(r"[A-Za-z_]\w*", p)
+        if len(words) < 2 or any(c in p for c in "*&<[("):
+            continue
+        ty = [w for w in words[:-1] if w not in _QUALIFIERS]
+        if ty and all(w in _INT_WORDS and w != "auto" for w in ty):
+            out[words[-1]] = " ".join(ty)
+    return out
+
+
+_DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:=\s*dim3\s*)?[({]")
+
+
+def _read_variables(body: str, site: LaunchSite) -> None:
+    """The ``dim3`` and integer variables ``body`` declares (the last declaration of each name)."""
+    for m in _DIM3.finditer(body):
+        end = closing(body, m.end(), "()" if body[m.end() - 1] == "(" else "{}")
+        if end is not None:
+            site.dims[m.group(1)] = _split(body[m.end():end])
+    for m in re.finditer(r"(?:^|(?<=[;{}(]))\s*((?:(?:const|constexpr|static)\s+)*)((?:[A-Za-z_][\w:]*\s+)+?)"
+                         r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", body):
+        words = [w.removeprefix("std::") for w in m.group(2).split()]
+        if words and all(w in _INT_WORDS for w in words):
+            site.locals[m.group(3)] = m.group(4).strip()
+
+
+def _uncast(text: str) -> str:
+    """``text`` without an integer cast around it: ``(int)n``, ``static_cast<int64_t>(n)``,
+    ``int(n)``."""
+    m = re.fullmatch(rf"\(\s*{_CAST_TYPES}\s*\)\s*(.+)", text, re.S) or re.fullmatch(
+        rf"static_cast\s*<\s*{_CAST_TYPES}\s*>\s*\((.+)\)", text, re.S) or re.fullmatch(
+        rf"{_CAST_TYPES}\s*\((.+)\)", text, re.S)
+    return _uncast(m.group(1).strip()) if m else text
+
+
+def _sizeof(m: re.Match[str]) -> str:
+    """``sizeof(T)`` as T's bytes where T is a type the registry knows, else as written."""
+    spec = CPP_TYPES.get(" ".join(m.group(1).split()))
+    t = (ELEMS.get(spec) or SCALARS.get(spec)) if spec else None
+    return str(t.bits // 8) if t is not None else m.group(0)
+
+
+_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*)|(<<|>>|[-+*/%(),]))")
+
+
+def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> str | None:
+    """C++ integer expression ``text`` as a spec expression, or None where it is not one the spec
+    can say. ``variables``: the launching function's integer variables (put in, parenthesized);
+    ``name(word)``: a name's spec spelling (None where it has none)."""
+    if depth > 8:
+        return None
+    text = text.strip()
+    # the sizes of types first (sizeof(float) -> 4), then casts: (int)x, static_cast<int>(x), int(x)
+    text = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)", _sizeof, text)
+    text = re.sub(rf"static_cast\s*<\s*{_CAST_TYPES}\s*>", "", text)
+    text = re.sub(rf"\(\s*{_CAST_TYPES}\s*\)", "", text)
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip():
+                return None
+            break
+        pos = m.end()
+        num, word, op = m.groups()
+        if num is not None:
+            out.append(name(str(int(num, 0))) or str(int(num, 0)))
+        elif op is not None:
+            if op in ("<<", ">>"):
+                return None
+            out.append("//" if op == "/" else op)
+        else:
+            assert word is not None
+            bare = word.removeprefix("std::")
+            if bare in ("min", "max") and text[pos:].lstrip().startswith("("):
+                out.append(bare)
+                continue
+            if re.fullmatch(_CAST_TYPES, word) and text[pos:].lstrip().startswith("("):
+                continue  # int(x): a functional cast
+            if "::" in word or text[pos:].lstrip().startswith("("):
+                return None  # a call, or a qualified name the draft does not know
+            spelled = name(word, True)
+            if spelled is not None:
+                out.append(spelled)
+                continue
+            if word in variables:
+                inner = _spec_expr(variables[word], {k: v for k, v in variables.items() if k != word}, name,
+                                   depth + 1)
+                if inner is None:
+                    return None
+                out.append(inner if _IDENT.fullmatch(inner) or inner.isdigit() else f"({inner})")
+                continue
+            spelled = name(word)
+            if spelled is None:
+                return None
+            out.append(spelled)
+    return _tidy(_join(out)) or None
+
+
+def _join(tokens: list[str]) -> str:
+    """Tokens as text: operators spaced, none inside parentheses or before a call's ``(``."""
+    text = ""
+    for t in tokens:
+        if t == ")" or t == "," or not text or text.endswith("(") or (t == "(" and text[-1:].isalnum()
+                                                                        and text.split()[-1] in ("min", "max")):
+            text += t
+        else:
+            text += " " + t
+    return text.replace(",", ", ").replace(",  ", ", ")
+
+
+def _outer(text: str) -> str:
+    """``text`` without parentheses around the whole of it."""
+    while text.startswith("(") and closing(text, 1) == len(text) - 1:
+        text = text[1:-1]
+    return text
+
+
+def _tidy(text: str) -> str:
+    """``text`` with its parentheses around the whole dropped and ``(x + d - 1) // d`` (or ``(x +
+    255) // 256``) written as ``div_ceil(x, d)``."""
+    def ceil(m: re.Match[str]) -> str:
+        x, add, d = m.group(1), m.group(2), m.group(3)
+        if add == f"{d} - 1" or (add.isdigit() and d.isdigit() and int(add) + 1 == int(d)):
+            return f"div_ceil({x}, {d})"
+        return m.group(0)
+    text = re.sub(r"\(([^()]+?) \+ ([^()+]+?)\) // (\w+)", ceil, _outer(text))
+    return _outer(text)

@@ -1,0 +1,162 @@
+"""`kernelgen draft` reading the launch geometry from the source's own launches
+(``k<<<grid, block, smem, stream>>>(args)``): the launching function's variables put in, the names
+the kernel is passed turned into its arguments, the launching function's other integers into host
+arguments, template arguments into instances and axes; what it cannot say leaves the guess.
+Each draft is loaded with the real loader and rendered, and the drafted plans are evaluated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelgen.expr import evaluate
+from kernelgen.launch_sites import geometry, launch_sites
+from kernelgen.loader import load_catalog
+
+from .test_draft_classes import project, write_and_load
+
+SOURCE = """\
+#include <cuda_runtime.h>
+#include <cstdint>
+#define WARP_SIZE 32
+
+template <int block_size>
+static __global__ void row_norm(const float * x, float * dst, const int ncols, const float eps) {}
+
+static void row_norm_cuda(const float * x, float * dst, const int ncols, const int nrows, const float eps,
+                          cudaStream_t stream) {
+    if (ncols < 1024) {
+        const dim3 block_dims(WARP_SIZE, 1, 1);
+        row_norm<WARP_SIZE><<<nrows, block_dims, 0, stream>>>(x, dst, ncols, eps);
+    } else {
+        const dim3 block_dims(1024, 1, 1);
+        row_norm<1024><<<nrows, block_dims, 0, stream>>>(x, dst, ncols, eps);
+    }
+}
+
+__global__ void scale_kernel(float* __restrict__ y, const float* __restrict__ x, float a, int64_t n) {}
+
+void launch_scale(float* y, const float* x, float a, int64_t count, cudaStream_t s) {
+  constexpr int threads = 256;
+  const int64_t blocks = (count + threads - 1) / threads;
+  scale_kernel<<<blocks, threads, 0, s>>>(y, x, a, (int64_t)count);
+}
+
+__global__ void softmax_rows(float* out, const float* in, int cols) {
+  extern __shared__ float buf[];
+}
+
+void launch_softmax(float* out, const float* in, int rows, int cols, cudaStream_t s) {
+  dim3 grid(rows);
+  dim3 block(std::min(cols, 1024));
+  size_t smem = cols * sizeof(float);
+  softmax_rows<<<grid, block, smem, s>>>(out, in, cols);
+}
+
+namespace eng {
+template <typename scalar_t>
+__global__ void rms_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
+                           const float epsilon, const int num_tokens, const int hidden_size) {}
+}
+
+void rms(torch::Tensor& out, torch::Tensor& input, double epsilon) {
+  int hidden_size = input.size(-1);
+  int num_tokens = input.numel() / hidden_size;
+  dim3 grid(num_tokens);
+  dim3 block(std::min(hidden_size, 1024));
+  DISPATCH_FLOATING_TYPES(input.scalar_type(), "rms", [&] {
+    eng::rms_kernel<scalar_t><<<grid, block, 0, stream>>>(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(),
+                                                         epsilon, num_tokens, hidden_size);
+  });
+}
+
+__global__ void fill_kernel(float* p, float v, int n) {}
+
+void fill(torch::Tensor& t, float v) {
+  fill_kernel<<<t.numel() / 256 + 1, 256>>>(t.data_ptr<float>(), v, t.numel());
+}
+
+__global__ void two_ways(float* p, int n) {}
+
+void two(float* p, int n, bool wide) {
+  if (wide) two_ways<<<(n + 511) / 512, 512>>>(p, n);
+  else two_ways<<<(n + 127) / 128, 128>>>(p, n);
+}
+"""
+
+
+def kernel_block(text: str, name: str) -> str:
+    """The drafted lines of kernel ``name`` (up to the next kernel)."""
+    start = text.index(f"\n  {name}:\n")
+    end = text.find("\n  ", start + len(name) + 5)
+    while end >= 0 and text[end + 3] == " ":
+        end = text.find("\n  ", end + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def test_geometry_from_launches(tmp_path: Path) -> None:
+    root = project(tmp_path, {"csrc/ops.cu": SOURCE})
+    text = write_and_load(root, ["csrc/ops.cu"])["ops"]
+    norm = kernel_block(text, "row_norm")
+    # instances from the launches' template arguments; the block follows the one each launch gives
+    assert "      block_size: [32, 1024]  # the source's launches; check: the dispatcher takes" in norm, norm
+    assert "    host_args:  # the launching function's integers the launch uses\n      nrows: i32\n" in norm
+    assert "    grid: [nrows, 1, 1]  # as the source's launch at line 12 gives it\n" \
+        "    block: [block_size, 1, 1]\n" in norm
+    assert "examples: [{ncols: 1024, nrows: 1}]" in norm
+    scale = kernel_block(text, "scale")
+    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in scale and "    block: [256, 1, 1]\n" in scale
+    soft = kernel_block(text, "softmax_rows")
+    assert '    block: ["min(cols, 1024)", 1, 1]\n    shared_mem: cols * 4\n' in soft, soft
+    assert "rows: i32" in soft and "extern __shared__" not in soft
+    # a name the kernel is passed is its argument, even where the launching function computes it
+    rms = kernel_block(text, "rms")
+    assert '    grid: [num_tokens, 1, 1]  # as the source' in rms and '    block: ["min(hidden_size, 1024)", 1, 1]' \
+        in rms, rms
+    assert "host_args" not in rms
+    # what the spec cannot say (a member call) leaves the guess
+    fill = kernel_block(text, "fill")
+    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # check\n' in fill
+    # launches that disagree: the first, marked
+    two = kernel_block(text, "two_ways")
+    assert '    grid: ["div_ceil(n, 512)", 1, 1]  # check: as the source\'s launch at line 64 gives it; its launches ' \
+        "give 2 geometries\n    block: [512, 1, 1]\n" in two, two
+
+    ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
+
+    def geo(name: str, **env: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        k = ks[name]
+        return (tuple(int(evaluate(e, env)) for e in k.grid), tuple(int(evaluate(e, env)) for e in k.block),
+                int(evaluate(k.shared_mem, env)))
+
+    assert geo("row_norm_1024", ncols=4096, nrows=7) == ((7, 1, 1), (1024, 1, 1), 0)
+    assert geo("row_norm_32", ncols=512, nrows=3) == ((3, 1, 1), (32, 1, 1), 0)
+    assert geo("softmax_rows", cols=300, rows=5) == ((5, 1, 1), (300, 1, 1), 1200)
+    assert geo("scale", n=1000) == ((4, 1, 1), (256, 1, 1), 0)
+
+
+def test_launch_site_reading() -> None:
+    text = """
+    void go(float* y, int n, int rows, cudaStream_t s) {
+      const unsigned threads = 128;
+      int blocks = static_cast<int>((n + threads - 1) / threads);
+      dim3 grid = dim3(blocks, rows);
+      ns::k<float, 4><<<grid, threads, threads * sizeof(float) * 2, s>>>(y, static_cast<int64_t>(n));
+    }
+    """
+    (site,) = launch_sites(text, "k")
+    assert site.template_args == ["float", "4"] and site.call_args == ["y", "static_cast<int64_t>(n)"]
+    assert site.host_params == {"n": "int", "rows": "int"}
+    geo = geometry(site, [("out", None), ("count", "i64")], {}, {"out", "count"})
+    assert geo is not None
+    assert geo.grid == ("div_ceil(count, 128)", "rows", "1") and geo.block == ("128", "1", "1")
+    assert geo.shared_mem == "128 * 4 * 2" and geo.host_args == [("rows", "i32")]
+    # a name a host argument would take that the kernel's arguments already use: no geometry
+    assert geometry(site, [("out", None), ("count", "i64")], {}, {"out", "count", "rows"}) is None
+    # a shift, a ternary, a float: none
+    for config in ("n << 2", "n > 4 ? 2 : 1", "n * 1.5"):
+        (bad,) = launch_sites(f"void f(int n) {{ k<<<{config}, 32>>>(n); }}", "k")
+        assert geometry(bad, [("n", "i32")], {}, {"n"}) is None, config
+    # another kernel's launch, and a launch of a different arity, are not this kernel's
+    assert launch_sites("void f(int n) { kk<<<n, 32>>>(n); }", "k") == []
+    (other,) = launch_sites("void f(int n) { k<<<n, 32>>>(n, n); }", "k")
+    assert geometry(other, [("n", "i32")], {}, {"n"}) is None
