@@ -1584,7 +1584,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             if geo.host_args:
                 body.append("    host_args:  # the launching function's integers the launch uses")
                 for n, t in geo.host_args:
-                    body.append(f"      {_yaml_str(n)}: {t}")
+                    why = f"  # check: the launching function computes it: {' '.join(geo.computed[n].split())}" \
+                        if n in geo.computed else ""
+                    body.append(f"      {_yaml_str(n)}: {t}{why}")
             where = f"as the source's launch at line {geo.line} gives it" if kinds == 1 else \
                 f"check: as the source's launch at line {geo.line} gives it; its launches give {kinds} geometries"
             body.append(f"    grid: [{', '.join(map(_yaml_expr, geo.grid))}]  # {where}")
@@ -1649,22 +1651,31 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     axes = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
             if t.kind == "int" and t.name in pl.axis_names}
     order = [pl.axis_names[t.name] for t in pl.axes]
-    instances = [{a: int(v) for a, v in zip(order, combo) if a in axes.values()}
-                 for combo in (pl.entries[0].combinations() if pl.entries else [[]])]
-    found = [g for g in (geometry(site, params, pl.constants, taken, axes) for site in pl.g.sites)
+    instances = [dict(zip(order, combo)) for combo in (pl.entries[0].combinations() if pl.entries else [[]])]
+    types = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
+             if t.kind == "type" and t.name in pl.axis_names}
+    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types) for site in pl.g.sites)
              if g is not None and all(_usable(n) for n, _ in g.host_args)]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})
+
+    def sized(text: str, inst: dict[str, str]) -> str:
+        """``text`` with sizeof(axis) as the bytes of the instance's element type."""
+        return re.sub(r"\bsizeof\((\w+)\)", lambda m: str(ELEMS[inst[m.group(1)]].bits // 8)
+                      if inst.get(m.group(1)) in ELEMS else m.group(0), text)
+
     for geo in found:
         names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args)}
         exprs = [*geo.grid, *geo.block, *([geo.shared_mem] if geo.shared_mem else [])]
         try:
-            trees = [expr.parse(e, {**names, **dict.fromkeys(axes.values())}, expr.Ty.INT) for e in exprs]
+            per = [([expr.parse(sized(e, inst), {**names, **dict.fromkeys(axes.values())}, expr.Ty.INT)
+                     for e in exprs], {a: int(v) for a, v in inst.items() if a in axes.values()})
+                   for inst in instances]
         except expr.ParseError:
             continue
         for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
                       dict.fromkeys(names, 1024)):
             env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
-            if all(_launches(trees, {**env, **inst}) for inst in instances):
+            if all(_launches(trees, {**env, **ints}) for trees, ints in per):
                 return geo, env, kinds
     return None
 

@@ -49,6 +49,7 @@ class LaunchSite:
     config: list[str]  # grid, block[, shared memory[, stream]] as written
     call_args: list[str]
     locals: dict[str, str] = field(default_factory=dict)  # integer variables: name -> initializer
+    local_types: dict[str, str] = field(default_factory=dict)  # integer variables: name -> C++ type
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
     host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
 
@@ -63,6 +64,7 @@ class Geometry:
     shared_mem: str | None
     host_args: list[tuple[str, str]]
     line: int
+    computed: dict[str, str] = field(default_factory=dict)  # host arguments the launching function computes
 
 
 def launch_sites(text: str, name: str) -> list[LaunchSite]:
@@ -88,25 +90,71 @@ def launch_sites(text: str, name: str) -> list[LaunchSite]:
             continue
         targs = _split(callee.group(3)[1:-1]) if callee.group(3) else None
         site = LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config, _split(text[start:close]))
+        out.append(_in_function(text, m.start(), site))
+    for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
+        close = closing(text, m.end())
+        args = _split(text[m.end():close]) if close is not None else []
+        kernel = re.fullmatch(r"(?:\(\s*void\s*\*\s*\)\s*)?&?\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*"
+                              r"(<.*>)?", args[1].strip(), re.S) if len(args) >= 2 else None
+        cfg = re.fullmatch(r"&\s*([A-Za-z_]\w*)", args[0].strip()) if args else None
+        if kernel is None or kernel.group(2) != name or cfg is None:
+            continue
+        targs = _split(kernel.group(3)[1:-1]) if kernel.group(3) else None
+        site = _in_function(text, m.start(), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]))
         body = _function_body(text, m.start())
-        if body is not None:
-            head_end, body_start = body
-            site.host_params = _int_params(text, head_end)
-            _read_variables(text[body_start:m.start()], site)
-        out.append(site)
+        site.config = _launch_config(text[body[1] if body else 0:m.start()], cfg.group(1))
+        if site.config:
+            out.append(site)
     return out
 
 
+def _in_function(text: str, pos: int, site: LaunchSite) -> LaunchSite:
+    """``site`` (a launch at ``pos``) with the launching function's integer parameters and the
+    variables it declares before the launch."""
+    body = _function_body(text, pos)
+    if body is not None:
+        head_end, body_start = body
+        site.host_params = _int_params(text, head_end)
+        _read_variables(text[body_start:pos], site)
+    return site
+
+
+def _launch_config(body: str, cfg: str) -> list[str]:
+    """Grid, block and shared memory of ``cudaLaunchConfig_t`` variable ``cfg`` as ``body`` (the
+    launching function up to the launch) sets them: its members assigned (the last assignment), or
+    its declaration's designated initializers; none without a grid and a block."""
+    fields = {}
+    decl = None
+    for d in re.finditer(rf"\bcudaLaunchConfig_t\s+{cfg}\s*=?\s*\{{", body):
+        decl = d
+    if decl is not None:
+        end = closing(body, decl.end(), "{}")
+        for item in _split(body[decl.end():end] if end is not None else ""):
+            m = re.fullmatch(r"\.\s*(\w+)\s*=\s*(.+)", item.strip(), re.S)
+            if m:
+                fields[m.group(1)] = m.group(2).strip()
+    for m in re.finditer(rf"(?<![\w.]){cfg}\s*\.\s*(gridDim|blockDim|dynamicSmemBytes)\s*=\s*([^;]+);", body):
+        fields[m.group(1)] = m.group(2).strip()
+    if "gridDim" not in fields or "blockDim" not in fields:
+        return []
+    return [fields["gridDim"], fields["blockDim"], fields.get("dynamicSmemBytes", "0")]
+
+
 def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: dict[str, int],
-             taken: set[str], axes: dict[int, str] | None = None) -> Geometry | None:
+             taken: set[str], axes: dict[int, str] | None = None,
+             type_axes: dict[int, str] | None = None) -> Geometry | None:
     """``site``'s geometry over the kernel's parameters ``params`` (per parameter in order: its
     spec name, and its spec type where it is a scalar), or None where some part of it is not
     written in what the spec can say. ``constants``: the sources' integer constants; ``taken``: the
     names a host argument may not take (the kernel's arguments, its axes); ``axes``: the integer
     axes by template parameter position: a name or number the launch gives such a parameter
-    (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``) is the axis where the configuration uses it."""
+    (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``) is the axis where the configuration uses it;
+    ``type_axes``: the type axes so, for ``sizeof`` (``sizeof(scalar_t)`` -> ``sizeof(scalar)``)."""
     bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
              if site.template_args is not None and i < len(site.template_args)}
+    bound.update({f"sizeof({' '.join(site.template_args[i].split())})": f"sizeof({a})"
+                  for i, a in (type_axes or {}).items()
+                  if site.template_args is not None and i < len(site.template_args)})
     if len(site.call_args) != len(params):
         return None
     passed: dict[str, str] = {}
@@ -116,9 +164,12 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             passed.setdefault(bare, spec)
     host: dict[str, str] = {}
 
-    def name(word: str, first: bool = False) -> str | None:
+    computed: dict[str, str] = {}
+
+    def name(word: str, first: bool = False, variable: bool = False) -> str | None:
         """``word``'s spec spelling; with ``first``, only where it is what the kernel is passed
-        (before the launching function's variables are put in)."""
+        (before the launching function's variables are put in); with ``variable``, a variable of
+        the launching function whose value the spec cannot compute, as a host argument."""
         if word in bound:
             return bound[word]
         if word.isdigit():
@@ -127,6 +178,12 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             return passed[word]
         if first:
             return None
+        if variable:
+            if word not in site.local_types or word in taken:
+                return None
+            host[word] = site.local_types[word]
+            computed[word] = site.locals[word]
+            return word
         if word in constants:
             return str(constants[word])
         ty = site.host_params.get(word)
@@ -164,7 +221,8 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             smem = None
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
     return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
-                    [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line)
+                    [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line,
+                    computed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +308,7 @@ def _read_variables(body: str, site: LaunchSite) -> None:
         words = [w.removeprefix("std::") for w in m.group(2).split()]
         if words and all(w in _INT_WORDS for w in words):
             site.locals[m.group(3)] = m.group(4).strip()
+            site.local_types[m.group(3)] = "int64_t" if words == ["auto"] else " ".join(words)
 
 
 def _uncast(text: str) -> str:
@@ -305,6 +364,14 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> st
                 continue
             if re.fullmatch(_CAST_TYPES, word) and text[pos:].lstrip().startswith("("):
                 continue  # int(x): a functional cast
+            if word == "sizeof":
+                of = re.match(r"\s*\(\s*([A-Za-z_][\w:]*)\s*\)", text[pos:])
+                spelled = name(f"sizeof({of.group(1)})") if of else None
+                if spelled is None:
+                    return None
+                out.append(spelled)
+                pos += of.end()  # type: ignore[union-attr]
+                continue
             if "::" in word or text[pos:].lstrip().startswith("("):
                 return None  # a call, or a qualified name the draft does not know
             spelled = name(word, True)
@@ -314,6 +381,8 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> st
             if word in variables:
                 inner = _spec_expr(variables[word], {k: v for k, v in variables.items() if k != word}, name,
                                    depth + 1)
+                if inner is None:  # (input.numel() / d): the caller gives it
+                    inner = name(word, variable=True)
                 if inner is None:
                     return None
                 out.append(inner if _IDENT.fullmatch(inner) or inner.isdigit() else f"({inner})")

@@ -75,6 +75,39 @@ void fill(torch::Tensor& t, float v) {
   fill_kernel<<<t.numel() / 256 + 1, 256>>>(t.data_ptr<float>(), v, t.numel());
 }
 
+template <typename scalar_t>
+__global__ void gate_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ in, const int d) {
+  extern __shared__ char smem[];
+}
+
+void gate(torch::Tensor& out, torch::Tensor& input) {
+  int d = input.size(-1) / 2;
+  int64_t num_tokens = input.numel() / input.size(-1);
+  dim3 grid(num_tokens);
+  dim3 block(std::min(d, 1024));
+  DISPATCH(input.scalar_type(), "gate", [&] {
+    gate_kernel<scalar_t><<<grid, block, d * sizeof(scalar_t), stream>>>(out.data_ptr<scalar_t>(),
+                                                                         input.data_ptr<scalar_t>(), d);
+  });
+}
+
+__global__ void pdl_kernel(float* y, const float* x, int n) { cudaGridDependencySynchronize(); }
+
+void launch_pdl(float* y, const float* x, int n, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3((n + 127) / 128);
+  config.blockDim = 128;
+  config.stream = stream;
+  cudaLaunchKernelEx(&config, pdl_kernel, y, x, n);
+}
+
+__global__ void ex_init(float* y, int n) {}
+
+void launch_ex_init(float* y, int n, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {.gridDim = dim3(n), .blockDim = dim3(32, 4), .dynamicSmemBytes = 512, .stream = s};
+  cudaLaunchKernelEx(&cfg, ex_init, y, n);
+}
+
 __global__ void two_ways(float* p, int n) {}
 
 void two(float* p, int n, bool wide) {
@@ -118,8 +151,22 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert '    grid: ["div_ceil(n, 256)", 1, 1]  # check\n' in fill
     # launches that disagree: the first, marked
     two = kernel_block(text, "two_ways")
-    assert '    grid: ["div_ceil(n, 512)", 1, 1]  # check: as the source\'s launch at line 64 gives it; its launches ' \
-        "give 2 geometries\n    block: [512, 1, 1]\n" in two, two
+    line = next(i for i, t in enumerate(SOURCE.splitlines(), 1) if "two_ways<<<" in t)
+    assert f'    grid: ["div_ceil(n, 512)", 1, 1]  # check: as the source\'s launch at line {line} gives it; its ' \
+        "launches give 2 geometries\n    block: [512, 1, 1]\n" in two, two
+
+    # a variable of the launching function the spec cannot compute: a host argument, said so;
+    # sizeof of the type a launch gives an axis
+    gate = kernel_block(text, "gate")
+    assert "      num_tokens: i64  # check: the launching function computes it: input.numel() / input.size(-1)\n" \
+        in gate, gate
+    assert '    grid: [num_tokens, 1, 1]  # as the source' in gate and '    shared_mem: "d * sizeof(scalar)"\n' in gate
+    # cudaLaunchKernelEx: the configuration's members assigned, or its designated initializers
+    pdl = kernel_block(text, "pdl")
+    assert '    grid: ["div_ceil(n, 128)", 1, 1]  # as the source' in pdl and "    block: [128, 1, 1]\n" in pdl
+    assert "launch: {programmatic_dependent: true}" in pdl
+    ex = kernel_block(text, "ex_init")
+    assert '    grid: ["n", 1, 1]  # as the source' in ex and "    block: [32, 4, 1]\n    shared_mem: 512\n" in ex, ex
 
     ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
 
@@ -132,6 +179,7 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert geo("row_norm_32", ncols=512, nrows=3) == ((3, 1, 1), (32, 1, 1), 0)
     assert geo("softmax_rows", cols=300, rows=5) == ((5, 1, 1), (300, 1, 1), 1200)
     assert geo("scale", n=1000) == ((4, 1, 1), (256, 1, 1), 0)
+    assert geo("gate_f32", d=300, num_tokens=9) == ((9, 1, 1), (300, 1, 1), 1200)
 
 
 def test_launch_site_reading() -> None:
