@@ -235,13 +235,17 @@ def parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
     parsed before is answered from a cache when all its names are in ``names`` (large specs
     repeat the same clauses across many kernels).
     """
-    hit = _PARSED.get((text, expect)) if isinstance(text, str) else None
+    # (a struct field's name, p.rows, stands for the name ``names`` gives it, which differs between
+    # kernels: such texts are parsed each time)
+    cached = isinstance(text, str) and not _ATTRIBUTE.search(_DOTTED.sub("", text))
+    hit = _PARSED.get((text, expect)) if cached else None
     if hit is not None and all(n in names for n in hit.names()):
         return hit
     node = _parse(text, names, expect)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[(text, expect)] = node
+    if cached:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[(text, expect)] = node
     return node
 
 
@@ -312,6 +316,9 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             raise ParseError(f"undefined name '{n.id}'", hint)
         return Name(n.id)
     if isinstance(n, ast.Attribute):
+        path = _dotted_path(n)
+        if path is not None and isinstance(names.get(path), str):
+            return Name(names[path])  # type: ignore[arg-type]  # a field the names give a name (p.rows)
         if not isinstance(n.value, ast.Name) or n.value.id not in _DOTTED_OWNERS:
             raise _attribute_error(n)
         dotted = f"{n.value.id}.{n.attr}"
@@ -391,6 +398,15 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             _need(a, Ty.INT, f"{n.func.id}()")
         return Call(n.func.id, args)
     raise ParseError(f"{type(n).__name__} is not allowed in an expression")
+
+
+def _dotted_path(n: ast.expr) -> str | None:
+    """``p.span.count`` for a chain of attributes of a name, else None."""
+    parts: list[str] = []
+    while isinstance(n, ast.Attribute):
+        parts.append(n.attr)
+        n = n.value
+    return ".".join([n.id, *reversed(parts)]) if isinstance(n, ast.Name) else None
 
 
 def _attribute_error(n: ast.expr) -> ParseError:

@@ -17,7 +17,7 @@ import posixpath
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -1897,8 +1897,9 @@ def _inline_lets(ctx: _Ctx, node: YNode, tree: expr.Node, lets: Mapping[str, exp
     used = [n for n in tree.names() if n in lets]
     if not used:
         return tree
+    fields = {v for v in within.values() if isinstance(v, str)}  # the names struct fields are read as
     for name in used:
-        missing = sorted(n for n in lets[name].names() if n not in within)
+        missing = sorted(n for n in lets[name].names() if n not in within and n not in fields)
         if missing:
             raise ctx.error(node.loc, f"'{name}' uses '{missing[0]}', which is not available here",
                             "device names are usable in grid, shared_mem (device.* only) and the clauses")
@@ -2369,6 +2370,73 @@ def _args(
     return out
 
 
+def _field_read_error(arg: Arg, text: str, call: bool) -> tuple[str, str]:
+    """Why an expression cannot read ``text`` (``p.eps``, ``p.span``, ``p.size()``) of struct
+    argument ``arg``: the message and a hint."""
+    if arg.host:
+        return (f"'{arg.name}' is a host argument; expressions read the fields of the kernel's struct arguments",
+                "")
+    if call:
+        return (f"'{text}' calls a method; expressions read a struct argument's integer fields ({arg.name}.field)", "")
+    path = re.findall(r"\w+", text)[1:]
+    st, where = arg.struct, arg.name
+    for i, part in enumerate(path):
+        f = next((x for x in st.fields if x.name == part), None) if st is not None else None
+        if st is None:
+            return f"field '{where}' is a scalar, not a struct: it has no field '{part}'", ""
+        if f is None:
+            return (f"'{where}' (struct '{st.name}') has no field '{part}'",
+                    did_you_mean(part, [x.name for x in st.fields]))
+        where = f"{where}.{part}"
+        if f.count:
+            return f"field '{where}' is an array ({f.count} elements); expressions read scalar fields", ""
+        if f.struct is None and f.scalar is not None and not f.scalar.is_integer and i == len(path) - 1:
+            return f"field '{where}' is {f.scalar.name}; expressions use integers only", ""
+        st = f.struct
+    if st is not None:
+        return (f"field '{where}' is a struct; expressions read its integer fields",
+                f"e.g. {where}.{st.fields[0].name}" if st.fields else "")
+    return (f"field '{where}' would be read through a host argument named "
+            f"'{where.replace('.', '_')}', a name the kernel already uses",
+            f"declare it under another name: host_args: {{NAME: {{type: T, from: {where}}}}}")
+
+
+def _field_names(args: Sequence[Arg], host: Sequence[Arg], taken: Container[str]
+                 ) -> dict[str, tuple[str, Arg | None]]:
+    """The integer fields of the struct arguments ``args`` that expressions may read (``p.rows``,
+    ``p.span.count``), each with the name of the host argument standing for it: one of ``host``
+    declared with ``from`` it (and None), else ``p_rows`` (``p_span_count``; ``p_rows_field``
+    where the kernel uses that name) and the host argument to add where an expression reads it.
+    A field whose name both are taken is left out (an expression reading it is told to declare one)."""
+    declared = {a.source_text: a.name for a in host if a.derived}
+    out: dict[str, tuple[str, Arg | None]] = {}
+
+    def walk(owner: Arg, st: Struct, chain: tuple[StructField, ...]) -> None:
+        for fld in st.fields:
+            if fld.count:
+                continue
+            if fld.struct is not None:
+                walk(owner, fld.struct, (*chain, fld))
+                continue
+            if fld.scalar is None or not fld.scalar.is_integer:
+                continue
+            parts = [owner.name, *(c.name for c in chain), fld.name]
+            path = ".".join(parts)
+            if path in declared:
+                out[path] = (declared[path], None)
+                continue
+            alias = next((n for n in ("_".join(parts), "_".join(parts) + "_field")
+                          if n not in taken and reserved_reason(n) is None), None)
+            if alias is not None:
+                out[path] = (alias, Arg(alias, owner.loc, scalar=fld.scalar, host=True, source=owner.name,
+                                        source_fields=(*chain, fld)))
+
+    for a in args:
+        if a.struct is not None and not a.implicit:
+            walk(a, a.struct, ())
+    return out
+
+
 def _resolve_source(ctx: _Ctx, loc: SourceLoc, name: str, scalar: ScalarType, text: str,
                     args: Sequence[Arg]) -> tuple[str, tuple[StructField, ...]]:
     """Host argument ``name`` (of type ``scalar``) with ``from: p.f.g`` (``text``): its struct
@@ -2489,6 +2557,13 @@ def _kernel_entries(
                                 f"argument of the kernel, not '{a.bound}'",
                                 did_you_mean(a.bound, list(int_names)) or "e.g. host_args: {max_kv_len: u32}")
     names: dict[str, object] = {**int_names, **constants, **int_axes}
+    # A struct argument's integer field read in an expression (p.rows, p.span.count) is a host
+    # argument that the launchers read from it: the one declared with 'from', else one named
+    # after the field (p_rows), added where an expression reads it.
+    field_names = _field_names([a for a, _ in raw_args], [a for a, _ in raw_host],
+                               {**names, **taken, **_let_locs(f)})
+    names.update({path: alias for path, (alias, _) in field_names.items()})
+    read: set[str] = set()  # the names the kernel's expressions read
     # Grid and clauses may also name the device (device.*, kernel.blocks_per_sm); shared_mem the
     # device alone (the occupancy, kernel.blocks_per_sm, depends on the shared memory).
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
@@ -2523,14 +2598,8 @@ def _kernel_entries(
             if e.message.startswith(expr.NO_ATTRIBUTES) else None
         owner = access.group(2) if access else None
         if owner in struct_names:
-            field = re.match(rf"{owner}\.(\w+)", access.group(1))  # type: ignore[union-attr]
-            st = next(a.struct for a, _ in raw_args + raw_host if a.name == owner)
-            f = next((x for x in st.fields if field and x.name == field.group(1)), None) if st else None
-            ty = f.scalar.name if f is not None and f.scalar is not None and not f.count else "u32"
-            return error(f"'{owner}' is a struct argument: expressions cannot read its fields; declare a host "
-                         "argument that the launchers read from the field (host_args, with 'from')",
-                         f"e.g. host_args: {{{field.group(1)}: {{type: {ty}, from: {owner}.{field.group(1)}}}}}, "
-                         f"and the expression reads {field.group(1)}" if field else "")
+            arg = next(a for a, _ in raw_args + raw_host if a.name == owner)
+            return error(*_field_read_error(arg, access.group(1), "calls a method" in e.message))  # type: ignore[union-attr]
         if owner in ptr_names:
             return error(e.message, f"'{owner}' is a pointer: pass its sizes as integer arguments "
                          "(e.g. n: u32) and give it a size (size: n)")
@@ -2547,6 +2616,7 @@ def _kernel_entries(
             tree = _expr(ctx, n, {**within, **lets} if lets else within, ty)
             if lets:
                 tree = _inline_lets(ctx, n, tree, lets, within)
+            read.update(tree.names())
             return expr.substitute(tree, int_axes)
         except SpecError as e:
             raise explained(e) from None
@@ -2650,8 +2720,10 @@ def _kernel_entries(
             for i, item in enumerate(items):
                 with ctx.at(f"[{i}]") if isinstance(n, YSeq) else _nullctx():
                     tree = ex(item, expr.Ty.BOOL, device_names)
-                    # the text (a "not launched" reason) keeps the spec's let names
+                    # the text (a "not launched" reason) keeps the spec's let names and fields
                     shown = as_written(item, expr.Ty.BOOL, device_names) if lets else tree
+                    shown = expr.substitute(shown, {alias: expr.Name(path) for path, (alias, arg)
+                                                    in field_names.items() if arg is not None})
                     out.append(Clause(tree, expr.to_text(shown), item.loc))
             return tuple(out)
 
@@ -2662,10 +2734,12 @@ def _kernel_entries(
             variants = _variants(ctx, f["variants"], int_names, axes)
         if "symbol" in f:
             raise SpecError(f["symbol"].loc, f"kernels.{name}.symbol", "give either 'symbol' or 'variants', not both")
+    host_args += tuple(arg for alias, arg in field_names.values() if arg is not None and alias in read)
     all_int = {a.name for a in args + host_args if a.is_int}
     with ctx.at("examples"):
         bool_names = {a.name for a in args + host_args if a.scalar is not None and a.scalar.name == "bool"}
-        examples = _examples(ctx, f["examples"], all_int, float_names, bool_names)
+        examples = _examples(ctx, f["examples"], all_int, float_names, bool_names,
+                             {path: alias for path, (alias, _) in field_names.items()})
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
@@ -3268,14 +3342,17 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
 
 def _examples(
     ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str],
-    bool_names: frozenset[str] | set[str] = frozenset(),
+    bool_names: frozenset[str] | set[str] = frozenset(), fields: Mapping[str, str] | None = None,
 ) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """The kernel's examples; ``fields``: struct fields that expressions read (p.rows), an example
+    may give by the field's path, and the host arguments standing for them."""
     def one(n: YNode) -> dict[str, int]:
         if not isinstance(n, YMap):
             raise ctx.error(n.loc, f"expected a mapping of integer arguments to values, got {_kind(n)}")
         out = {}
         for key, value in n.items:
             k = str(key.value)
+            k = (fields or {}).get(k, k)
             if k in float_names:  # allowed for readability; plans do not depend on floats
                 if not isinstance(value, YScalar) or not isinstance(value.value, (int, float)) or isinstance(
                     value.value, bool
@@ -3298,7 +3375,8 @@ def _examples(
     items = _list(ctx, node, one, schema.MAX_EXAMPLES)
     if not items:
         raise ctx.error(node.loc, "at least one example is needed")
-    missing = sorted(int_names - set(items[0]))
+    shown = {alias: path for path, alias in (fields or {}).items()}
+    missing = sorted(shown.get(n, n) for n in int_names - set(items[0]))
     if missing:
         raise ctx.error(node.loc, f"the first example must give every integer argument; missing '{missing[0]}'")
     full = []

@@ -525,7 +525,8 @@ KERNEL = Struct(
               "...) that decide the geometry, the clauses or the variant. The long form `{type: T, to_symbol: "
               "NAME}` copies a host argument of any scalar type (an integer, `bool` or a float) or a struct "
               "into a `__constant__` variable before each launch; `{type: T, from: s.field}` is an integer the "
-              "launchers read from a struct argument's field instead of taking it (plans take it).",
+              "launchers read from a struct argument's field instead of taking it (plans take it); an expression "
+              "reading a field directly (`s.rows`) adds one, named `s_rows`, where none is declared.",
               "none"),
         Field("let", Kind(expressions_of(IDENTIFIER).name, {**expressions_of(IDENTIFIER).json, "minProperties": 1}),
               False,

@@ -92,6 +92,19 @@ kernels:
     skip_if: [rows == 0]
     applies_if: [cols % 4 == 0]
     examples: [{rows: 2, cols: 64}]
+  row_scale_fields:
+    symbol: rp::row_scale
+    summary: row_scale with the struct's fields read in its expressions.
+    args:
+      s: shape
+      x: {type: const f32*, size: s.rows * s.cols}
+      "y": {type: f32*, size: s.rows * s.cols}
+    grid: [s.rows, 1, 1]
+    block: [128, 1, 1]
+    skip_if: [s.rows == 0]
+    requires: [s.span.count >= 0]
+    applies_if: [s.cols <= 4096]
+    examples: [{s.rows: 3, s.cols: 100, s.span.count: 1}]
 fallbacks:
   row_scale_any: [row_scale, row_scale_wide]
 """
@@ -118,6 +131,9 @@ def test_the_launchers_read_the_fields(built: Path) -> None:
     assert "kg_plan plan_row_scale(int64_t rows, uint32_t cols, int32_t count);" in header
     assert "Read from struct arguments' fields (not arguments of the launchers; plans take them): rows (s.rows), " \
         "cols (s.cols), count (s.span.count)." in header
+    # the fields read in expressions directly: host arguments named after them
+    assert "const int64_t s_rows = s.rows;  // from the struct argument" in cu
+    assert "kg_plan plan_row_scale_fields(int64_t s_rows, uint32_t s_cols, int32_t s_span_count);" in header
 
 
 def test_contract_tests_pass_without_gpu(built: Path) -> None:
@@ -141,8 +157,9 @@ try:
     m.row_scale(s, FakeCudaArray("<f4", (300,)), FakeCudaArray("<f4", (300,)), rows=3)
 except TypeError as e:
     print("TypeError:", e)
+print(m.row_scale_fields.plan(s_rows=3, s_cols=100, s_span_count=1)["grid"])
 for shape, n in ((s, 299), (dict(s, cols=5000), 15000), (dict(s, span={"first": 0, "count": -1}), 300)):
-    for launcher in (m.row_scale, m.row_scale_any):
+    for launcher in (m.row_scale, m.row_scale_any, m.row_scale_fields):
         try:
             o = launcher(shape, FakeCudaArray("<f4", (n,)), FakeCudaArray("<f4", (n,), 1))
             print(launcher.__name__, "outcome:", o.launched, o.kernel, o.reason)
@@ -155,6 +172,16 @@ for shape, n in ((s, 299), (dict(s, cols=5000), 15000), (dict(s, span={"first": 
                          timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
+    # row_scale_fields reads the fields in its expressions: the same outcomes as row_scale's, its
+    # reasons naming the fields
+    assert lines[3] == "(3, 1, 1)", lines
+    fields = [line for line in lines[4:] if line.startswith("row_scale_fields ")]
+    assert fields == [
+        "row_scale_fields ArgumentError: row_scale_fields: argument 'x': array has 299 elements but the kernel "
+        "accesses 300 (of f32: 1196 bytes, 1200 needed)",
+        "row_scale_fields outcome: False row_scale_fields row_scale_fields: not launched: s.cols <= 4096 is false",
+        "row_scale_fields ArgumentError: row_scale_fields: invalid arguments: requires s.span.count >= 0"], fields
+    lines = lines[:3] + [line for line in lines[4:] if not line.startswith("row_scale_fields ")]
     assert lines[:3] == [
         "['s', 'x', 'y', 'stream']",
         "(3, 1, 1) row_scale_wide",

@@ -2,8 +2,9 @@
 tests/compile/test_struct_from_build.py (a parameter struct whose rows, cols and a nested count
 give the grid, the array sizes and the clauses) built for the GPU's target, launched with torch
 tensors: the launch covers the rows and columns the struct gives, the chain goes on to its
-second member where the struct's cols make the first decline, and a struct whose sizes exceed
-the arrays is refused before the launch."""
+second member where the struct's cols make the first decline, a struct whose sizes exceed
+the arrays is refused before the launch, and a kernel reading the fields in its expressions
+(s.rows) launches alike."""
 
 from __future__ import annotations
 
@@ -64,3 +65,23 @@ def test_sizes_and_clauses_come_from_the_struct(m):
         m.row_scale(shape(3, 100, count=-1), x, x.clone())
     outcome = m.row_scale(shape(0, 100), x, x.clone())
     assert not outcome.launched and "empty work" in outcome.reason
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 100), (7, 4096)])
+def test_fields_read_in_expressions_give_the_launch(m, rows, cols):
+    """row_scale_fields writes its grid, sizes and clauses with the struct's fields (s.rows,
+    s.cols, s.span.count): the same launch as row_scale's."""
+    x = torch.arange(rows * cols + 64, device="cuda", dtype=torch.float32)
+    y = torch.full_like(x, -1.0)
+    outcome = m.row_scale_fields(shape(rows, cols, eps=0.25), x, y)
+    assert outcome.launched, outcome.reason
+    torch.cuda.synchronize()
+    n = rows * cols
+    assert torch.equal(y[:n], x[:n] * 0.25)
+    assert torch.equal(y[n:], torch.full_like(y[n:], -1.0))
+    assert m.row_scale_fields.plan(s_rows=rows, s_cols=cols, s_span_count=1)["grid"] == (rows, 1, 1)
+    with pytest.raises(kernelgen_ops.ArgumentError, match=r"requires s\.span\.count >= 0"):
+        m.row_scale_fields(shape(rows, cols, count=-1), x, y)
+    declined = m.row_scale_fields(shape(rows, 5000), torch.zeros(rows * 5000, device="cuda"),
+                                  torch.zeros(rows * 5000, device="cuda"))
+    assert not declined.launched and "s.cols <= 4096 is false" in declined.reason

@@ -141,14 +141,16 @@ BAD = [
      "is a template; the C++ API cannot forward-declare it"),
     ("struct in an expression", "    grid: [rows, 1, 1]", "    grid: [d, 1, 1]", "    grid:",
      "'d' is a struct argument; expressions use integer arguments only"),
-    ("struct field in an expression", "    grid: [rows, 1, 1]", "    grid: [\"div_ceil(p.n, 128)\", 1, 1]", "    grid:",
-     "'p' is a struct argument: expressions cannot read its fields; declare a host argument that the launchers "
-     "read from the field (host_args, with 'from') (e.g. host_args: {n: {type: i32, from: p.n}}, and the expression "
-     "reads n)"),
-    ("struct field in a let", "    grid: [rows, 1, 1]", "    let: {tiles: p.n}\n    grid: [tiles, 1, 1]", "    let:",
-     "'p' is a struct argument: expressions cannot read its fields"),
-    ("struct field in a size", "      x: {type: const f32*, size: n}", "      x: {type: const f32*, size: d.v0}",
-     "      x: {type", "'d' is a struct argument: expressions cannot read its fields"),
+    ("struct array field in an expression", "    grid: [rows, 1, 1]", "    grid: [\"div_ceil(p.bias, 128)\", 1, 1]",
+     "    grid:", "field 'p.bias' is an array (2 elements); expressions read scalar fields"),
+    ("missing struct field in a let", "    grid: [rows, 1, 1]", "    let: {tiles: p.offsets}\n    grid: [tiles, 1, 1]",
+     "    let:", "'p' (struct 'params') has no field 'offsets' (did you mean 'offset'?)"),
+    ("float struct field in a size", "      x: {type: const f32*, size: n}", "      x: {type: const f32*, size: d.v0}",
+     "      x: {type", "field 'd.v0' is f32; expressions use integers only"),
+    ("struct field not in the example", "    grid: [rows, 1, 1]", "    grid: [\"div_ceil(p.n, 128)\", 1, 1]",
+     "      - {n: 128", "the first example must give every integer argument; missing 'p.n'"),
+    ("method of a struct argument", "    grid: [rows, 1, 1]", "    grid: [p.size(), 1, 1]", "    grid:",
+     "'p.size()' calls a method; expressions read a struct argument's integer fields (p.field)"),
     ("method of an integer argument", "    grid: [rows, 1, 1]", "    grid: [rows.bit_length(), 1, 1]", "    grid:",
      "expressions have no attributes or methods; 'rows.bit_length()' calls a method of 'rows'"),
     ("attribute of a pointer", "    grid: [rows, 1, 1]", "    grid: [x.shape, 1, 1]", "    grid:",
@@ -207,6 +209,30 @@ def test_a_host_argument_read_from_a_field(tmp_path: Path) -> None:
     lk = lower_kernel(m, k, load_catalog(tmp_path).targets[0])
     assert "rows" not in [a.name for a in lk.args] and [a.name for a in lk.int_args] == ["n", "rows"]
     assert [a.name for a in lk.derived] == ["rows"]
+
+
+def test_fields_read_in_expressions(tmp_path: Path) -> None:
+    """``p.n`` in an expression: a host argument read from the field, named after it (``p_n``),
+    added only where an expression reads it; the one declared with ``from`` where there is one;
+    examples give it by the field's path; clause texts show the field."""
+    for sub in "abc":
+        (tmp_path / sub).mkdir()
+    spec = SPEC.replace("    grid: [rows, 1, 1]", "    grid: [\"div_ceil(p.n, 128)\", rows, 1]\n"
+                        "    requires: [p.offset >= 0]").replace("{n: 128, rows: 4}", "{n: 128, rows: 4, p.n: 256, p.offset: 0}")
+    (m,) = load_catalog(project(tmp_path / "a", spec)).modules
+    (k,) = m.kernels
+    derived = [(a.name, a.source_text, a.scalar.name) for a in k.host_args if a.derived]
+    assert derived == [("p_n", "p.n", "i32"), ("p_offset", "p.offset", "i64")], derived
+    assert dict(k.examples[0])["p_n"] == 256 and k.requires[0].text == "p.offset >= 0"
+    # a host argument declared with from stands for the field
+    declared = spec.replace("      rows: u32", "      rows: u32\n      count: {type: i32, from: p.n}")
+    (m,) = load_catalog(project(tmp_path / "b", declared.replace("p.n: 256", "count: 256"))).modules
+    (k,) = m.kernels
+    assert [a.name for a in k.host_args if a.derived] == ["count", "p_offset"]
+    # a name the kernel uses already: p_n_field
+    taken = spec.replace("      rows: u32", "      rows: u32\n      p_n: u32").replace("rows: 4,", "rows: 4, p_n: 1,")
+    (m,) = load_catalog(project(tmp_path / "c", taken)).modules
+    assert [a.name for a in m.kernels[0].host_args if a.derived] == ["p_n_field", "p_offset"]
 
 
 def test_chain_members_read_a_shared_host_argument_alike(tmp_path: Path) -> None:
