@@ -1593,6 +1593,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    block: [{', '.join(map(_yaml_expr, geo.block))}]")
             if geo.shared_mem is not None:
                 smem_line = f"    shared_mem: {_yaml_expr(geo.shared_mem)}"
+            # no work where the grid's first extent's integer is 0 (nrows == 0)
+            driver = next((n for n in re.findall(r"[A-Za-z_]\w*", geo.grid[0]) if n in values), driver)
         else:
             axis = pl.axis_names
             int_params = {t.name for t in g.template if t.kind == "int"}

@@ -135,7 +135,7 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert "    host_args:  # the launching function's integers the launch uses\n      nrows: i32\n" in norm
     assert "    grid: [nrows, 1, 1]  # as the source's launch at line 12 gives it\n" \
         "    block: [block_size, 1, 1]\n" in norm
-    assert "examples: [{ncols: 1024, nrows: 1}]" in norm
+    assert "    skip_if: [nrows == 0]\n    examples: [{ncols: 1024, nrows: 1}]" in norm, norm
     scale = kernel_block(text, "scale")
     assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in scale and "    block: [256, 1, 1]\n" in scale
     soft = kernel_block(text, "softmax_rows")
