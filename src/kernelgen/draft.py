@@ -1593,8 +1593,12 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    block: [{', '.join(map(_yaml_expr, geo.block))}]")
             if geo.shared_mem is not None:
                 smem_line = f"    shared_mem: {_yaml_expr(geo.shared_mem)}"
+            elif geo.smem_text is not None:
+                smem_line = (f"    shared_mem: 0  # check: the launch gives {' '.join(geo.smem_text.split())} bytes, "
+                             "which the draft cannot write as an expression")
             # no work where the grid's first extent's integer is 0 (nrows == 0)
-            driver = next((n for n in re.findall(r"[A-Za-z_]\w*", geo.grid[0]) if n in values), driver)
+            driver = next((n for n in re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", geo.grid[0]) if n in values),
+                          driver)
         else:
             axis = pl.axis_names
             int_params = {t.name for t in g.template if t.kind == "int"}
@@ -1648,7 +1652,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     different geometries its launches give; None where no launch gives one."""
     if not pl.g.sites or pl.g.cooperative or pl.g.cluster:
         return None
-    params = [(n, t if t in SCALARS else None) for n, t, _ in args]
+    params = [(n, t) for n, t, _ in args]
     taken = {n for n, _, _ in args} | set(pl.axis_names.values())
     axes = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
             if t.kind == "int" and t.name in pl.axis_names}
@@ -1666,10 +1670,13 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
                       if inst.get(m.group(1)) in ELEMS else m.group(0), text)
 
     for geo in found:
-        names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args)}
         exprs = [*geo.grid, *geo.block, *([geo.shared_mem] if geo.shared_mem else [])]
+        # struct fields read (p.rows): names in the spec, which the examples give by their path
+        fields = {m.group(0): m.group(0).replace(".", "_") for e in exprs
+                  for m in re.finditer(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", e)}
+        names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args), **dict.fromkeys(fields)}
         try:
-            per = [([expr.parse(sized(e, inst), {**names, **dict.fromkeys(axes.values())}, expr.Ty.INT)
+            per = [([expr.parse(sized(e, inst), {**names, **fields, **dict.fromkeys(axes.values())}, expr.Ty.INT)
                      for e in exprs], {a: int(v) for a, v in inst.items() if a in axes.values()})
                    for inst in instances]
         except expr.ParseError:
@@ -1677,7 +1684,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
                       dict.fromkeys(names, 1024)):
             env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
-            if all(_launches(trees, {**env, **ints}) for trees, ints in per):
+            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}) for trees, ints in per):
                 return geo, env, kinds
     return None
 

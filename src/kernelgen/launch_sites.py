@@ -50,6 +50,7 @@ class LaunchSite:
     call_args: list[str]
     locals: dict[str, str] = field(default_factory=dict)  # integer variables: name -> initializer
     local_types: dict[str, str] = field(default_factory=dict)  # integer variables: name -> C++ type
+    modified: set[str] = field(default_factory=set)  # integer variables assigned after their declaration
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
     host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
 
@@ -65,6 +66,7 @@ class Geometry:
     host_args: list[tuple[str, str]]
     line: int
     computed: dict[str, str] = field(default_factory=dict)  # host arguments the launching function computes
+    smem_text: str | None = None  # the launch's shared memory where the spec cannot say it (as written)
 
 
 def launch_sites(text: str, name: str) -> list[LaunchSite]:
@@ -158,7 +160,10 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     if len(site.call_args) != len(params):
         return None
     passed: dict[str, str] = {}
+    structs: dict[str, str] = {}  # names passed as a struct argument: its spec name
     for text, (spec, ty) in zip(site.call_args, params):
+        if ty is not None and ty not in SCALARS and not ty.endswith("*") and _IDENT.fullmatch(text.strip()):
+            structs.setdefault(text.strip(), spec)
         bare = _uncast(text.strip())
         if _IDENT.fullmatch(bare) and ty is not None and ty in SCALARS and SCALARS[ty].is_integer:
             passed.setdefault(bare, spec)
@@ -172,6 +177,9 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
         the launching function whose value the spec cannot compute, as a host argument."""
         if word in bound:
             return bound[word]
+        if "." in word:  # a field of what the kernel is passed as a struct argument: p.rows
+            head, _, rest = word.partition(".")
+            return f"{structs[head]}.{rest}" if head in structs else None
         if word.isdigit():
             return word
         if word in passed:
@@ -182,7 +190,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             if word not in site.local_types or word in taken:
                 return None
             host[word] = site.local_types[word]
-            computed[word] = site.locals[word]
+            computed[word] = f"{site.locals[word]}, then set again" if word in site.modified else site.locals[word]
             return word
         if word in constants:
             return str(constants[word])
@@ -203,7 +211,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             return None
         out = []
         for p in parts + ["1"] * (3 - len(parts)):
-            e = _spec_expr(p, site.locals, name)
+            e = _spec_expr(p, site.locals, name, modified=site.modified)
             if e is None:
                 return None
             out.append(e)
@@ -213,16 +221,16 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     if grid is None or block is None:
         return None
     smem: str | None = None
+    smem_unread = False
     if len(site.config) > 2:
-        smem = _spec_expr(site.config[2], site.locals, name)
-        if smem is None:
-            return None
+        smem = _spec_expr(site.config[2], site.locals, name, modified=site.modified)
+        smem_unread = smem is None
         if smem == "0":
             smem = None
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
     return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
                     [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line,
-                    computed)
+                    computed, site.config[2].strip() if smem_unread else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,6 +317,13 @@ def _read_variables(body: str, site: LaunchSite) -> None:
         if words and all(w in _INT_WORDS for w in words):
             site.locals[m.group(3)] = m.group(4).strip()
             site.local_types[m.group(3)] = "int64_t" if words == ["auto"] else " ".join(words)
+            # assigned again before the launch (nth *= 2 in a loop): its value is not the initializer's
+            again = re.compile(rf"(?<![\w.]){m.group(3)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{m.group(3)}\b|"
+                               rf"(?<![\w.]){m.group(3)}\s*(?:\+\+|--)")
+            if again.search(body, m.end()):
+                site.modified.add(m.group(3))
+            else:
+                site.modified.discard(m.group(3))
 
 
 def _uncast(text: str) -> str:
@@ -327,13 +342,16 @@ def _sizeof(m: re.Match[str]) -> str:
     return str(t.bits // 8) if t is not None else m.group(0)
 
 
-_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*)|(<<|>>|[-+*/%(),]))")
+_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*(?:\s*\.\s*[A-Za-z_]\w*)*)|"
+                    r"(<<|>>|[-+*/%(),]))")
 
 
-def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> str | None:
+def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0,
+               modified: set[str] | frozenset[str] = frozenset()) -> str | None:
     """C++ integer expression ``text`` as a spec expression, or None where it is not one the spec
-    can say. ``variables``: the launching function's integer variables (put in, parenthesized);
-    ``name(word)``: a name's spec spelling (None where it has none)."""
+    can say. ``variables``: the launching function's integer variables (put in, parenthesized;
+    not those in ``modified``, assigned again after their declaration); ``name(word)``: a name's
+    spec spelling (None where it has none)."""
     if depth > 8:
         return None
     text = text.strip()
@@ -350,6 +368,7 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> st
             break
         pos = m.end()
         num, word, op = m.groups()
+        word = re.sub(r"\s+", "", word) if word else word
         if num is not None:
             out.append(name(str(int(num, 0))) or str(int(num, 0)))
         elif op is not None:
@@ -378,14 +397,16 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0) -> st
             if spelled is not None:
                 out.append(spelled)
                 continue
-            if word in variables:
-                inner = _spec_expr(variables[word], {k: v for k, v in variables.items() if k != word}, name,
-                                   depth + 1)
-                if inner is None:  # (input.numel() / d): the caller gives it
+            if word in variables or word in modified:
+                inner = None if word in modified else _spec_expr(
+                    variables[word], {k: v for k, v in variables.items() if k != word}, name, depth + 1, modified)
+                if inner is None:  # (input.numel() / d; set in a loop): the caller gives it
                     inner = name(word, variable=True)
                 if inner is None:
                     return None
-                out.append(inner if _IDENT.fullmatch(inner) or inner.isdigit() else f"({inner})")
+                atom = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+", inner) or (
+                    inner.startswith("(") and closing(inner, 1) == len(inner) - 1)
+                out.append(inner if atom else f"({inner})")
                 continue
             spelled = name(word)
             if spelled is None:

@@ -108,6 +108,28 @@ void launch_ex_init(float* y, int n, cudaStream_t s) {
   cudaLaunchKernelEx(&cfg, ex_init, y, n);
 }
 
+struct sm_params { int64_t nheads; float scale; int64_t ncols; int64_t nrows_x; };
+
+template <bool use_shared, int ncols_template>
+static __global__ void soft_max(const float * x, float * dst, const sm_params p) {}
+
+static void soft_max_cuda(const float * x, float * dst, const sm_params & params, cudaStream_t stream) {
+    int nth = WARP_SIZE;
+    const int64_t ncols_x = params.ncols;
+    while (nth < ncols_x && nth < 1024) nth *= 2;
+    const dim3 block_dims(nth, 1, 1);
+    const dim3 block_nums(params.nrows_x, 1, 1);
+    const size_t nbytes_shared = ((ncols_x + WARP_SIZE - 1) / WARP_SIZE * WARP_SIZE + WARP_SIZE) * sizeof(float);
+    switch (ncols_x) {
+        case 32: soft_max<true, 32><<<block_nums, block_dims, nbytes_shared, stream>>>(x, dst, params); break;
+        default: soft_max<true, 0><<<block_nums, block_dims, nbytes_shared, stream>>>(x, dst, params); break;
+    }
+}
+
+__global__ void padded(float* y, int n) { extern __shared__ float s[]; }
+
+void launch_padded(float* y, int n) { padded<<<n, 64, PAD(n, 32) * 4>>>(y, n); }
+
 __global__ void two_ways(float* p, int n) {}
 
 void two(float* p, int n, bool wide) {
@@ -168,6 +190,19 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     ex = kernel_block(text, "ex_init")
     assert '    grid: ["n", 1, 1]  # as the source' in ex and "    block: [32, 4, 1]\n    shared_mem: 512\n" in ex, ex
 
+    # a struct the kernel is passed: its fields (p.nrows_x); a variable set again after its
+    # declaration (nth *= 2): a host argument; instances from the switch's launches
+    sm = kernel_block(text, "soft_max")
+    assert "      - {ncols_template: 32}\n      - {ncols_template: 0}\n" in sm or \
+        "      ncols_template: [32, 0]  # the source's launches" in sm, sm
+    assert "      nth: i32  # check: the launching function computes it: WARP_SIZE, then set again\n" in sm, sm
+    assert "    grid: [p.nrows_x, 1, 1]  # as the source" in sm and "    block: [nth, 1, 1]\n" in sm
+    assert '    shared_mem: "(div_ceil(p.ncols, 32) * 32 + 32) * 4"\n    skip_if: [p.nrows_x == 0]\n' in sm, sm
+    assert "p.nrows_x: 1, p.ncols: 1}]" in sm
+    # shared memory the spec cannot say (a macro): zero, marked with the launch's text
+    padded = kernel_block(text, "padded")
+    assert "    shared_mem: 0  # check: the launch gives PAD(n, 32) * 4 bytes, which the draft cannot write" in padded
+
     ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
 
     def geo(name: str, **env: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
@@ -180,6 +215,7 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert geo("softmax_rows", cols=300, rows=5) == ((5, 1, 1), (300, 1, 1), 1200)
     assert geo("scale", n=1000) == ((4, 1, 1), (256, 1, 1), 0)
     assert geo("gate_f32", d=300, num_tokens=9) == ((9, 1, 1), (300, 1, 1), 1200)
+    assert geo("soft_max_32", nth=64, p_ncols=40, p_nrows_x=5) == ((5, 1, 1), (64, 1, 1), (64 + 32) * 4)
 
 
 def test_launch_site_reading() -> None:
