@@ -1,23 +1,29 @@
 """The launch geometry a CUDA source's own host code gives a kernel, for ``kernelgen draft``.
 
-A source that launches its kernels with ``k<<<grid, block, smem, stream>>>(args)`` already says
-how the grid, the block and the dynamic shared memory follow from the arguments. This module
-reads such a launch and writes its geometry as spec expressions over the kernel's arguments,
-instead of the draft's guess:
+A source that launches its kernels (``k<<<grid, block, smem, stream>>>(args)``, or
+``cudaLaunchKernelEx(&cfg, k, args...)`` with ``cfg``'s ``gridDim``, ``blockDim`` and
+``dynamicSmemBytes`` set before it) already says how the grid, the block and the dynamic shared
+memory follow from the arguments. This module reads such a launch and writes its geometry as
+spec expressions over the kernel's arguments, instead of the draft's guess:
 
-- the launch's configuration, and ``dim3`` and integer variables of the launching function
-  declared before it (``dim3 grid(div, rows);``, ``const int threads = 256;``, ``int blocks =
-  (n + threads - 1) / threads;``, the last declaration before the launch), are put in;
-- a name the launch passes to the kernel as an argument (``k<<<..>>>(out, in, n)``, also through a
-  cast) becomes that argument's spec name; a constant of the sources (``#define``, ``constexpr``)
-  its value; an integer parameter of the launching function that the kernel does not take
-  becomes a host argument (``host_args``: the launcher takes it to size the launch);
-- C++'s integer operators are written as the spec's (``/`` as ``//``, ``std::min`` as ``min``,
-  casts dropped); anything else (a member call such as ``x.size(0)``, ``?:``, a float) leaves the
-  draft's guess in place.
+- ``dim3`` and integer variables the launching function declares before the launch (``dim3
+  grid(div, rows);``, ``const int threads = 256;``, ``int blocks = (n + threads - 1) /
+  threads;``, the last declaration before it) are put in;
+- a name the launch passes to the kernel as an integer argument (``k<<<..>>>(out, in, n)``, also
+  through a cast) becomes that argument's spec name, a field of a name it passes as a struct
+  argument that argument's field (``params.rows`` -> ``p.rows``), a name or number it gives an
+  integer template parameter that is an axis the axis (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``), a
+  constant of the sources (``#define``, ``constexpr``) its value;
+- an integer parameter of the launching function that the kernel does not take, and an integer
+  variable whose value the spec cannot compute (``input.numel() / d``) or which is set again
+  before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives them);
+- C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
+  ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
+  dropped); anything else (a member call such as ``x.size(0)``, ``?:``, ``<<``, a float) in the
+  grid or the block leaves the draft's guess in place, in the shared memory a 0 marked ``check``.
 
 What is read is text, as the rest of the draft reads it: comments removed, no preprocessor
-conditionals evaluated, the launching function found as the innermost braces around the launch
+conditionals evaluated, the launching function found as the outermost braces around the launch
 that follow a parameter list.
 """
 
@@ -40,9 +46,8 @@ _CAST_TYPES = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|s
 
 @dataclass
 class LaunchSite:
-    """One ``k<<<...>>>(...)`` of a kernel: its configuration's texts with the launching
-    function's variables put in, the call's argument texts, and the launching function's integer
-    parameters (name -> C++ type)."""
+    """One launch of a kernel: its configuration's and arguments' texts as written, and what the
+    launching function declares before it that they may use."""
 
     line: int
     template_args: list[str] | None  # k<...><<<: its template arguments as written, None without
@@ -58,7 +63,8 @@ class LaunchSite:
 @dataclass
 class Geometry:
     """A launch's geometry as spec expressions: grid and block (three each), the dynamic shared
-    memory (None: zero), and the host arguments they use (name, spec type)."""
+    memory (None: zero, or ``smem_text`` where the spec cannot say it), and the host arguments they
+    use (name, spec type; ``computed``: how the launching function computes those it does)."""
 
     grid: tuple[str, str, str]
     block: tuple[str, str, str]
@@ -146,7 +152,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
              taken: set[str], axes: dict[int, str] | None = None,
              type_axes: dict[int, str] | None = None) -> Geometry | None:
     """``site``'s geometry over the kernel's parameters ``params`` (per parameter in order: its
-    spec name, and its spec type where it is a scalar), or None where some part of it is not
+    spec name and spec type), or None where the grid or the block is not
     written in what the spec can say. ``constants``: the sources' integer constants; ``taken``: the
     names a host argument may not take (the kernel's arguments, its axes); ``axes``: the integer
     axes by template parameter position: a name or number the launch gives such a parameter
@@ -168,7 +174,6 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
         if _IDENT.fullmatch(bare) and ty is not None and ty in SCALARS and SCALARS[ty].is_integer:
             passed.setdefault(bare, spec)
     host: dict[str, str] = {}
-
     computed: dict[str, str] = {}
 
     def name(word: str, first: bool = False, variable: bool = False) -> str | None:
@@ -223,8 +228,11 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     smem: str | None = None
     smem_unread = False
     if len(site.config) > 2:
+        before = dict(host), dict(computed)
         smem = _spec_expr(site.config[2], site.locals, name, modified=site.modified)
         smem_unread = smem is None
+        if smem_unread:  # the host arguments named on the way stay out
+            host, computed = before
         if smem == "0":
             smem = None
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
