@@ -1576,7 +1576,12 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         # more where there is one (an 8-bit flag holds no size)
         pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints
         driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
-        launch = _launch(pl, args, int_max, driver)
+        # the integer fields of the structs it takes, as drafted (p.rows): what a launch may read
+        fields = {f"{name}.{m.name}" for name, p in pl.args
+                  for lay in [layouts.get(_entry_struct(p, pl, entry) or "")]
+                  if isinstance(lay, _Layout) and not lay.why
+                  for m in lay.members if m.scalar in _INT_MAX and not m.count and _usable(m.name)}
+        launch = _launch(pl, args, int_max, driver, fields)
         cluster: tuple[str, ...] | None = None
         smem_line = None
         if launch is not None:
@@ -1645,11 +1650,12 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
 
 
 def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int],
-            driver: str | None) -> tuple[Geometry, dict[str, int], int] | None:
-    """The geometry of the kernel's first launch in the source that the spec can say, integer
-    values for its arguments (and the host arguments it adds) for which every instance launches
-    (the count ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many
-    different geometries its launches give; None where no launch gives one."""
+            driver: str | None, struct_fields: set[str]) -> tuple[Geometry, dict[str, int], int] | None:
+    """The geometry of the kernel's first launch in the source that the spec can say (reading
+    only the struct fields ``struct_fields``: the drafted integer fields), integer values for its
+    arguments (and the host arguments it adds) for which every instance launches (the count
+    ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many different
+    geometries its launches give; None where no launch gives one."""
     if not pl.g.sites or pl.g.cooperative or pl.g.cluster:
         return None
     params = [(n, t) for n, t, _ in args]
@@ -1674,6 +1680,8 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         # struct fields read (p.rows): names in the spec, which the examples give by their path
         fields = {m.group(0): m.group(0).replace(".", "_") for e in exprs
                   for m in re.finditer(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", e)}
+        if not set(fields) <= struct_fields:
+            continue
         names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args), **dict.fromkeys(fields)}
         try:
             per = [([expr.parse(sized(e, inst), {**names, **fields, **dict.fromkeys(axes.values())}, expr.Ty.INT)

@@ -126,6 +126,10 @@ static void soft_max_cuda(const float * x, float * dst, const sm_params & params
     }
 }
 
+__global__ void opaque(OtherParams p, float* y) {}
+
+void launch_opaque(const OtherParams& params, float* y) { opaque<<<params.rows, 256>>>(params, y); }
+
 __global__ void padded(float* y, int n) { extern __shared__ float s[]; }
 
 void launch_padded(float* y, int n) { padded<<<n, 64, PAD(n, 32) * 4>>>(y, n); }
@@ -199,6 +203,9 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert "    grid: [p.nrows_x, 1, 1]  # as the source" in sm and "    block: [nth, 1, 1]\n" in sm
     assert '    shared_mem: "(div_ceil(p.ncols, 32) * 32 + 32) * 4"\n    skip_if: [p.nrows_x == 0]\n' in sm, sm
     assert "p.nrows_x: 1, p.ncols: 1}]" in sm
+    # a field of a struct whose declaration the draft does not read: the guess (the spec has no such field)
+    opaque = kernel_block(text, "opaque")
+    assert "# as the source" not in opaque and "rows" not in opaque.split("args:")[1], opaque
     # shared memory the spec cannot say (a macro): zero, marked with the launch's text
     padded = kernel_block(text, "padded")
     assert "    shared_mem: 0  # check: the launch gives PAD(n, 32) * 4 bytes, which the draft cannot write" in padded
