@@ -34,7 +34,7 @@ def parse_values(items: Sequence[str]) -> dict[str, list[str]]:
     given: dict[str, str] = {}
     for item in items:
         name, sep, text = item.partition("=")
-        if not sep or not name.isidentifier():
+        if not sep or not all(part.isidentifier() for part in name.split(".")):
             raise KernelgenError(f"'{item}' is not NAME=VALUE (e.g. rows=256 n=4096 k=4096, or rows=64,256,2048)")
         if name in out:
             raise KernelgenError(f"got multiple values for argument '{name}' ({given[name]} and {item}); to sweep "
@@ -65,12 +65,22 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
     ``axis_of``: per array whose element type a type axis chooses, (the axis, the dispatcher to
     plan instead, None when ``what`` is that dispatcher), for the hint of an array given a type."""
     args = {}
+    fields = {}  # a struct field's path (s.rows): the host argument read from it
     for k in kernels:
         for a in k.all_args:
             args.setdefault(a.name, a)
+            if a.derived:
+                fields.setdefault(a.source_text, a.name)
     ints = sorted({n for n, a in args.items() if a.is_int} | set(keys))
     out: dict[str, list[int | str]] = {}
     for name, texts in raw.items():
+        if "." in name:
+            if name not in fields:
+                raise KernelgenError(f"{what} reads no field '{name}'" + (
+                    f" (its fields: {', '.join(sorted(fields))})" if fields else ""))
+            name = fields[name]
+            if name in raw:
+                raise KernelgenError(f"got multiple values for argument '{name}' (and its field's path)")
         if name in keys:
             for text in texts:
                 if text not in ELEM_NAMES:

@@ -288,3 +288,28 @@ def test_a_chain_none_of_whose_members_launches_names_the_outcome_it_returns(cap
     rc, out, _ = plan(capsys, "fp8_linear.fp8_linear", "rows=0", "n=4096", "k=4096")
     assert rc == 0
     assert "(no member launches: the chain returns fp8_linear.fp8_gemm_n128_row_scaled's outcome)" in out, out
+
+
+def test_struct_fields_by_their_paths(capsys, tmp_path: Path) -> None:
+    """A host argument read from a struct's field is given by its name or by the field's path
+    (s.rows), for a field an expression reads directly too; a path the kernel reads no field of is
+    named with those it reads."""
+    from tests.compile.test_struct_from_build import SOURCE, SPEC
+    from tests.conftest import small_project
+
+    root = small_project(tmp_path / "p", {"specs/rp.yaml": SPEC, "kernels/rp.cu": SOURCE})
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        rc = main(["--root", str(root), "plan", *argv])
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    for kernel, named in (("rp.row_scale_fields", "s_rows=3 s_cols=100 s_span_count=1"),
+                          ("rp.row_scale", "rows=3 cols=100 count=1")):
+        by_path = run(kernel, "s.rows=3", "s.cols=100", "s.span.count=1", "-t", "hopper")
+        by_name = run(kernel, *named.split(), "-t", "hopper")
+        assert by_path[0] == 0 and by_path[1].splitlines()[1:] == by_name[1].splitlines()[1:], (by_path, by_name)
+        assert "launched  grid [3, 1, 1]" in by_path[1]
+    rc, _, err = run("rp.row_scale_fields", "s.rowz=3")
+    assert rc == 2 and "rp.row_scale_fields reads no field 's.rowz' (its fields: s.cols, s.rows, s.span.count)" \
+        in err, err
