@@ -1045,6 +1045,9 @@ class _Plan:
     notes: list[str] = field(default_factory=list)
     guessed: bool = True  # the axis values are guesses (no explicit instantiations)
     constants: dict[str, int] = field(default_factory=dict)  # the sources' integer constants
+    # an instantiation's template arguments as written: the arguments it fixes and its axis values
+    values_of: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = \
+        field(default_factory=dict)
 
 
 def _products(rows: list[tuple[str, ...]]) -> list[list[list[str]]]:
@@ -1156,6 +1159,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                 fixed[t.name] = a
         if ok:
             explicit.append((fixed, tuple(values)))
+            pl.values_of[tuple(" ".join(a.split()) for a in args)] = (tuple(fixed.items()), tuple(values))
         else:
             pl.notes.append(f"check: explicit instantiation {g.name}<{', '.join(args)}> is not drafted (an argument "
                             "the spec cannot spell as an axis value): add its kernel by hand")
@@ -1551,6 +1555,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append(f"      {aname}: [{', '.join(vals)}]  # {comment}" + (f"; {why}" if why else ""))
             if pattern is not None:
                 body.append(f"    instance_name: {_yaml_str(pattern)}")
+        if g.launched and pl.axes:
+            body += _launch_conditions(pl, entry)
         if i > 0:
             if [t for _, t, _ in args] != [t for _, t, _ in _first_args(pl, structs)]:  # integer types differ
                 body.append("    args:")
@@ -1647,6 +1653,31 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                             [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
     return body
+
+
+def _launch_conditions(pl: _Plan, entry: _Entry) -> list[str]:
+    """Comment lines saying under which conditions the source launches each of ``entry``'s
+    instances (``block_size 32 where ncols < 1024``), where it has more than one and the launching
+    code chooses among them with if / else / switch; none otherwise."""
+    combos = entry.combinations()
+    if len(combos) < 2:
+        return []
+    names = [pl.axis_names[t.name] for t in pl.axes]
+    fixed = tuple(entry.fixed.items())
+    where: dict[tuple[str, ...], list[str]] = {}
+    for site in pl.g.sites:
+        key = pl.values_of.get(tuple(" ".join(a.split()) for a in site.template_args or ()))
+        if key is not None and key[0] == fixed:
+            where.setdefault(key[1], []).append(" ".join(site.guard.split()) if site.guard else "")
+    if not any(g for gs in where.values() for g in gs):
+        return []
+    out = []
+    for combo in combos:
+        guards = where.get(tuple(combo), [])
+        text = "always" if "" in guards else " || ".join(dict.fromkeys(f"({g})" if len(guards) > 1 else g
+                                                                        for g in guards)) or "nowhere"
+        out.append(f"{', '.join(f'{n} {v}' for n, v in zip(names, combo))} where {text}")
+    return ["    # check: the source launches " + "; ".join(out) + " (applies_if or a chain can say so)"]
 
 
 def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int],

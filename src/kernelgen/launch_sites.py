@@ -58,6 +58,7 @@ class LaunchSite:
     modified: set[str] = field(default_factory=set)  # integer variables assigned after their declaration
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
     host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
+    guard: str | None = None  # the condition under which the launching function reaches it (C++), if any
 
 
 @dataclass
@@ -124,7 +125,141 @@ def _in_function(text: str, pos: int, site: LaunchSite) -> LaunchSite:
         head_end, body_start = body
         site.host_params = _int_params(text, head_end)
         _read_variables(text[body_start:pos], site)
+        site.guard = _guard(text, pos, body_start)
     return site
+
+
+def _guard(text: str, pos: int, body_start: int) -> str | None:
+    """The condition under which the statement at ``pos`` runs in the function whose body starts at
+    ``body_start``, from the ``if`` / ``else`` / ``switch`` around it (C++ text, the enclosing ones'
+    joined with ``&&``); None where none is read."""
+    parts: list[str] = []
+    stmt = max(body_start - 1, *(text.rfind(c, body_start, pos) for c in ";{}")) + 1
+    head = text[stmt:pos].lstrip()
+    start = pos - len(text[stmt:pos].lstrip())  # where the statement's text begins
+    labels = _labels(head)
+    if re.match(r"if\s*\(", head):  # if (c) k<<<...>>>(...);
+        close = closing(text, start + head.index("(") + 1)
+        if close is not None and close < pos:
+            parts.append(text[start + head.index("(") + 1:close])
+    elif re.match(r"else\b", head):  # if (c) ...; else [if (d)] k<<<...>>>(...);
+        parts += _else(text, start, body_start, head)
+    # the enclosing blocks, innermost first, up to the function's body
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", text[body_start:pos]):
+        if m.group(0) == "{":
+            stack.append(body_start + m.start())
+        elif stack:
+            stack.pop()
+    for brace in reversed(stack):
+        before = text[:brace].rstrip()
+        opening = _open_paren(before) if before.endswith(")") else None
+        word = re.search(r"(\w+)\s*$", before[:opening]) if opening is not None else None
+        if word and word.group(1) == "if":
+            chain = re.search(r"\belse\s*$", before[:word.start()])
+            parts.append(before[opening + 1:-1] if chain is None else
+                         " && ".join([before[opening + 1:-1], *(f"!({c})" for c in _chain(text, chain.start(),
+                                                                                       body_start))]))
+        elif word and word.group(1) == "switch":
+            on = before[opening + 1:-1].strip()
+            end = closing(text, brace + 1, "{}") or pos
+            here = labels or _labels_before(text[brace + 1:pos])
+            if here:
+                if None in here:  # default: none of the cases
+                    every = [v for v in _labels(text[brace + 1:end], anywhere=True) if v is not None]
+                    parts.append(f"!({' || '.join(f'{on} == {v}' for v in every)})" if every else "true")
+                else:
+                    parts.append(" || ".join(f"{on} == {v}" for v in here))
+            labels = []
+        elif re.search(r"\belse\s*$", before):
+            parts += [f"!({c})" for c in _chain(text, re.search(r"\belse\s*$", before).start(), body_start)]
+        else:
+            labels = []
+    out = [p.strip() for p in parts if p.strip() and p.strip() != "true"]
+    return " && ".join(f"({p})" if len(out) > 1 and "||" in p else p for p in out) or None
+
+
+def _labels(text: str, anywhere: bool = False) -> list[str | None]:
+    """The ``case`` values (None for ``default``) that begin ``text`` (or, with ``anywhere``, all of
+    them in it)."""
+    rx = re.compile(r"(?:^|(?<=[;{}:]))\s*(?:case\s+([^:;]+?)|default)\s*:(?!:)")
+    out: list[str | None] = []
+    pos = 0
+    for m in rx.finditer(text):
+        if not anywhere and m.start() != pos:
+            break
+        out.append(m.group(1).strip() if m.group(1) else None)
+        pos = m.end()
+    return out
+
+
+def _labels_before(text: str) -> list[str | None]:
+    """The labels of the last run of ``case`` / ``default`` labels in ``text`` (a switch body up
+    to a statement)."""
+    runs: list[list[str | None]] = []
+    last = -1
+    for m in re.finditer(r"(?:^|(?<=[;{}:]))\s*(?:case\s+([^:;]+?)|default)\s*:(?!:)", text):
+        if m.start() != last:
+            runs.append([])
+        runs[-1].append(m.group(1).strip() if m.group(1) else None)
+        last = m.end()
+    return runs[-1] if runs else []
+
+
+def _else(text: str, start: int, body_start: int, head: str) -> list[str]:
+    """The conditions of a statement ``else [if (d)] ...`` at ``start``: d and the chain's earlier
+    conditions negated."""
+    out = [f"!({c})" for c in _chain(text, start, body_start)]
+    m = re.match(r"else\s+if\s*\(", head)
+    if m:
+        close = closing(text, start + m.end())
+        if close is not None:
+            out.insert(0, text[start + m.end():close])
+    return out
+
+
+def _chain(text: str, at: int, body_start: int) -> list[str]:
+    """The conditions of the ``if`` / ``else if`` chain whose last statement or block ends just
+    before ``at`` (where an ``else`` stands), earliest first; none where it is not read."""
+    before = text[body_start:at].rstrip()
+    if before.endswith("}"):
+        depth, i = 0, len(before) - 1
+        while i >= 0:
+            depth += {"}": 1, "{": -1}.get(before[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        head = before[:i].rstrip()
+        if not head.endswith(")"):
+            return []
+        opening = _open_paren(head)
+        word = re.search(r"\bif\s*$", head[:opening]) if opening is not None else None
+        if word is None or opening is None:
+            return []
+        cond, begin = head[opening + 1:-1], word.start()
+    else:  # a statement: its if
+        stmt = max(-1, *(before.rfind(c, 0, len(before) - 1) for c in ";{}")) + 1
+        m = re.match(r"\s*(?:else\s+)?if\s*\(", before[stmt:])
+        if m is None:
+            return []
+        close = closing(before, stmt + m.end())
+        if close is None:
+            return []
+        cond, begin = before[stmt + m.end():close], stmt + m.end() - len(m.group(0).lstrip())
+        if m.group(0).lstrip().startswith("else"):  # else if (c) ...;: the chain goes on before it
+            return [*_chain(text, body_start + begin, body_start), cond]
+    earlier = re.search(r"\belse\s*$", before[:begin])
+    return ([*_chain(text, body_start + earlier.start(), body_start), cond] if earlier else [cond])
+
+
+def _open_paren(text: str) -> int | None:
+    """Where the ``(`` matching the ``)`` that ends ``text`` is."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
 
 
 def _launch_config(body: str, cfg: str) -> list[str]:

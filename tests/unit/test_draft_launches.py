@@ -162,6 +162,9 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert "    grid: [nrows, 1, 1]  # as the source's launch at line 12 gives it\n" \
         "    block: [block_size, 1, 1]\n" in norm
     assert "    skip_if: [nrows == 0]\n    examples: [{ncols: 1024, nrows: 1}]" in norm, norm
+    # which instance the launching code takes where: said, for applies_if or a chain
+    assert "    # check: the source launches block_size 32 where ncols < 1024; block_size 1024 where " \
+        "!(ncols < 1024) (applies_if or a chain can say so)\n" in norm, norm
     scale = kernel_block(text, "scale")
     assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in scale and "    block: [256, 1, 1]\n" in scale
     soft = kernel_block(text, "softmax_rows")
@@ -203,6 +206,8 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert "    grid: [p.nrows_x, 1, 1]  # as the source" in sm and "    block: [nth, 1, 1]\n" in sm
     assert '    shared_mem: "(div_ceil(p.ncols, 32) * 32 + 32) * 4"\n    skip_if: [p.nrows_x == 0]\n' in sm, sm
     assert "p.nrows_x: 1, p.ncols: 1}]" in sm
+    assert "# check: the source launches ncols_template 32 where ncols_x == 32; ncols_template 0 where " \
+        "!(ncols_x == 32) (applies_if" in sm, sm
     # a field of a struct whose declaration the draft does not read: the guess (the spec has no such field)
     opaque = kernel_block(text, "opaque")
     assert "# as the source" not in opaque and "rows" not in opaque.split("args:")[1], opaque
@@ -251,3 +256,25 @@ def test_launch_site_reading() -> None:
     assert launch_sites("void f(int n) { kk<<<n, 32>>>(n); }", "k") == []
     (other,) = launch_sites("void f(int n) { k<<<n, 32>>>(n, n); }", "k")
     assert geometry(other, [("n", "i32")], {}, {"n"}) is None
+
+
+def test_the_conditions_launches_are_under() -> None:
+    """if / else if / else (blocks and single statements, nested), switch with fallthrough and
+    default: each launch's condition as C++ text; none outside them."""
+    text = """
+    void go(float* p, int n, bool wide) {
+      if (wide) k<<<1, 1>>>(p, n);
+      else k<<<2, 1>>>(p, n);
+      if (n > 5) { for (int i = 0; i < 2; ++i) { k<<<3, 1>>>(p, n); } } else if (n > 2) { k<<<4, 1>>>(p, n); }
+      else { k<<<5, 1>>>(p, n); }
+      switch (n) { case 1: case 2: k<<<6, 1>>>(p, n); break; default: { k<<<7, 1>>>(p, n); } }
+      k<<<8, 1>>>(p, n);
+      if (n == 7) k<<<9, 1>>>(p, n); else if (n == 8) k<<<10, 1>>>(p, n); else k<<<11, 1>>>(p, n);
+      if (wide) { if (n < 4) { k<<<12, 1>>>(p, n); } }
+    }
+    """
+    guards = {site.config[0]: site.guard for site in launch_sites(text, "k")}
+    assert guards == {
+        "1": "wide", "2": "!(wide)", "3": "n > 5", "4": "n > 2 && !(n > 5)", "5": "!(n > 5) && !(n > 2)",
+        "6": "n == 1 || n == 2", "7": "!(n == 1 || n == 2)", "8": None, "9": "n == 7", "10": "n == 8 && !(n == 7)",
+        "11": "!(n == 7) && !(n == 8)", "12": "n < 4 && wide"}, guards
