@@ -29,6 +29,7 @@ that follow a parameter list.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -79,60 +80,73 @@ class Geometry:
 def launch_sites(text: str, name: str) -> list[LaunchSite]:
     """The launches of the kernel called ``name`` (its last name, qualified or not, with template
     arguments or not) in ``text`` (comment-free, literals blanked)."""
-    out = []
+    return list(_all_sites(text).get(name, ()))
+
+
+@functools.lru_cache(maxsize=4)
+def _all_sites(text: str) -> dict[str, list[LaunchSite]]:
+    """Every launch in ``text``, by the kernel's last name (read once per text: a source's kernels
+    each ask for theirs)."""
+    found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
+    callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$")
     for m in re.finditer(r"<<<", text):
-        before = text[max(0, m.start() - 300):m.start()]
-        callee = re.search(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$", before)
-        if callee is None or callee.group(2) != name:
-            continue
+        callee = callee_rx.search(text, max(0, m.start() - 300), m.start())
         end = text.find(">>>", m.end())
-        if end < 0:
+        if callee is None or end < 0:
             continue
         config = _split(text[m.end():end])
-        rest = text[end + 3:]
-        paren = re.match(r"\s*\(", rest)
+        paren = re.compile(r"\s*\(").match(text, end + 3)
         if paren is None or len(config) < 2:
             continue
-        start = end + 3 + paren.end()
-        close = closing(text, start)
+        close = closing(text, paren.end())
         if close is None:
             continue
         targs = _split(callee.group(3)[1:-1]) if callee.group(3) else None
-        site = LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config, _split(text[start:close]))
-        out.append(_in_function(text, m.start(), site))
+        found.append((m.start(), callee.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
+                                                              _split(text[paren.end():close])), None))
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())
         args = _split(text[m.end():close]) if close is not None else []
         kernel = re.fullmatch(r"(?:\(\s*void\s*\*\s*\)\s*)?&?\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*"
                               r"(<.*>)?", args[1].strip(), re.S) if len(args) >= 2 else None
         cfg = re.fullmatch(r"&\s*([A-Za-z_]\w*)", args[0].strip()) if args else None
-        if kernel is None or kernel.group(2) != name or cfg is None:
+        if kernel is None or cfg is None:
             continue
         targs = _split(kernel.group(3)[1:-1]) if kernel.group(3) else None
-        site = _in_function(text, m.start(), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]))
-        body = _function_body(text, m.start())
-        site.config = _launch_config(text[body[1] if body else 0:m.start()], cfg.group(1))
-        if site.config:
-            out.append(site)
+        found.append((m.start(), kernel.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]),
+                      cfg.group(1)))
+    found.sort(key=lambda f: f[0])
+    # the braces open at each launch, in one pass over the text
+    braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
+    out: dict[str, list[LaunchSite]] = {}
+    stack: list[int] = []
+    b = 0
+    for pos, kernel_name, site, cfg in found:
+        while b < len(braces) and braces[b][0] < pos:
+            if braces[b][1] == "{":
+                stack.append(braces[b][0])
+            elif stack:
+                stack.pop()
+            b += 1
+        body = _function_body(text, stack)
+        if body is not None:
+            head_end, body_start = body
+            site.host_params = _int_params(text, head_end)
+            _read_variables(text[body_start:pos], site)
+            site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
+        if cfg is not None:
+            site.config = _launch_config(text[body[1] if body else 0:pos], cfg)
+            if not site.config:
+                continue
+        out.setdefault(kernel_name, []).append(site)
     return out
 
 
-def _in_function(text: str, pos: int, site: LaunchSite) -> LaunchSite:
-    """``site`` (a launch at ``pos``) with the launching function's integer parameters and the
-    variables it declares before the launch."""
-    body = _function_body(text, pos)
-    if body is not None:
-        head_end, body_start = body
-        site.host_params = _int_params(text, head_end)
-        _read_variables(text[body_start:pos], site)
-        site.guard = _guard(text, pos, body_start)
-    return site
-
-
-def _guard(text: str, pos: int, body_start: int) -> str | None:
+def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None:
     """The condition under which the statement at ``pos`` runs in the function whose body starts at
-    ``body_start``, from the ``if`` / ``else`` / ``switch`` around it (C++ text, the enclosing ones'
-    joined with ``&&``); None where none is read."""
+    ``body_start`` (``stack``: the braces open at ``pos`` within it, outermost first), from the
+    ``if`` / ``else`` / ``switch`` around it (C++ text, the enclosing ones' joined with ``&&``);
+    None where none is read."""
     parts: list[str] = []
     stmt = max(body_start - 1, *(text.rfind(c, body_start, pos) for c in ";{}")) + 1
     head = text[stmt:pos].lstrip()
@@ -145,12 +159,6 @@ def _guard(text: str, pos: int, body_start: int) -> str | None:
     elif re.match(r"else\b", head):  # if (c) ...; else [if (d)] k<<<...>>>(...);
         parts += _else(text, start, body_start, head)
     # the enclosing blocks, innermost first, up to the function's body
-    stack: list[int] = []
-    for m in re.finditer(r"[{}]", text[body_start:pos]):
-        if m.group(0) == "{":
-            stack.append(body_start + m.start())
-        elif stack:
-            stack.pop()
     for brace in reversed(stack):
         before = text[:brace].rstrip()
         opening = _open_paren(before) if before.endswith(")") else None
@@ -397,15 +405,9 @@ def _split(text: str) -> list[str]:
     return out
 
 
-def _function_body(text: str, pos: int) -> tuple[int, int] | None:
-    """For the launch at ``pos``: the end of the launching function's parameter list and the start
-    of its body (just past its ``{``), or None."""
-    stack: list[int] = []
-    for m in re.finditer(r"[{}]", text[:pos]):
-        if m.group(0) == "{":
-            stack.append(m.start())
-        elif stack:
-            stack.pop()
+def _function_body(text: str, stack: list[int]) -> tuple[int, int] | None:
+    """For a launch inside the braces ``stack`` (their offsets, outermost first): the end of the
+    launching function's parameter list and the start of its body (just past its ``{``), or None."""
     for brace in stack:  # outermost first: the function, not a loop or an if inside it
         head = text[:brace].rstrip()
         head = re.sub(r"(?:\s*\b(?:const|noexcept|override|final))+$", "", head)
