@@ -17,6 +17,8 @@ spec expressions over the kernel's arguments, instead of the draft's guess:
 - an integer parameter of the launching function that the kernel does not take, and an integer
   variable whose value the spec cannot compute (``input.numel() / d``) or which is set again
   before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives them);
+- the source's function-like macros are expanded where the configuration or a variable uses
+  them (``CEIL_DIV(n, 256)``);
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
   dropped); anything else (a member call such as ``x.size(0)``, ``?:``, ``<<``, a float) in the
@@ -33,7 +35,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from kernelgen.kernel_source import closing
+from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -52,8 +54,9 @@ class LaunchSite:
 
     line: int
     template_args: list[str] | None  # k<...><<<: its template arguments as written, None without
-    config: list[str]  # grid, block[, shared memory[, stream]] as written
+    config: list[str]  # grid, block[, shared memory[, stream]], function-like macros expanded
     call_args: list[str]
+    written: list[str] = field(default_factory=list)  # the configuration as written
     locals: dict[str, str] = field(default_factory=dict)  # integer variables: name -> initializer
     local_types: dict[str, str] = field(default_factory=dict)  # integer variables: name -> C++ type
     modified: set[str] = field(default_factory=set)  # integer variables assigned after their declaration
@@ -116,6 +119,9 @@ def _all_sites(text: str) -> dict[str, list[LaunchSite]]:
         found.append((m.start(), kernel.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]),
                       cfg.group(1)))
     found.sort(key=lambda f: f[0])
+    # the source's function-like macros, expanded where a launch's configuration or a variable uses
+    # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
+    macros: Macros = ({}, macros_of(text)[1])
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
     out: dict[str, list[LaunchSite]] = {}
@@ -128,14 +134,17 @@ def _all_sites(text: str) -> dict[str, list[LaunchSite]]:
             elif stack:
                 stack.pop()
             b += 1
+        site.written = list(site.config)
+        site.config = [_expanded(c, macros) for c in site.config]
         body = _function_body(text, stack)
         if body is not None:
             head_end, body_start = body
             site.host_params = _int_params(text, head_end)
-            _read_variables(text[body_start:pos], site)
+            _read_variables(text[body_start:pos], site, macros)
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
         if cfg is not None:
-            site.config = _launch_config(text[body[1] if body else 0:pos], cfg)
+            site.written = _launch_config(text[body[1] if body else 0:pos], cfg)
+            site.config = [_expanded(c, macros) for c in site.written]
             if not site.config:
                 continue
         out.setdefault(kernel_name, []).append(site)
@@ -381,7 +390,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
     return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
                     [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line,
-                    computed, site.config[2].strip() if smem_unread else None)
+                    computed, (site.written or site.config)[2].strip() if smem_unread else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,17 +459,22 @@ def _int_params(text: str, head_end: int) -> dict[str, str]:
 _DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:=\s*dim3\s*)?[({]")
 
 
-def _read_variables(body: str, site: LaunchSite) -> None:
+def _expanded(text: str, macros: Macros) -> str:
+    """``text`` with the function-like ``macros`` it invokes expanded (as written where one cannot be)."""
+    return expand_macros(text, macros)[0] if macros[1] and "(" in text else text
+
+
+def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> None:
     """The ``dim3`` and integer variables ``body`` declares (the last declaration of each name)."""
     for m in _DIM3.finditer(body):
         end = closing(body, m.end(), "()" if body[m.end() - 1] == "(" else "{}")
         if end is not None:
-            site.dims[m.group(1)] = _split(body[m.end():end])
+            site.dims[m.group(1)] = [_expanded(d, macros) for d in _split(body[m.end():end])]
     for m in re.finditer(r"(?:^|(?<=[;{}(]))\s*((?:(?:const|constexpr|static)\s+)*)((?:[A-Za-z_][\w:]*\s+)+?)"
                          r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", body):
         words = [w.removeprefix("std::") for w in m.group(2).split()]
         if words and all(w in _INT_WORDS for w in words):
-            site.locals[m.group(3)] = m.group(4).strip()
+            site.locals[m.group(3)] = _expanded(m.group(4).strip(), macros)
             site.local_types[m.group(3)] = "int64_t" if words == ["auto"] else " ".join(words)
             # assigned again before the launch (nth *= 2 in a loop): its value is not the initializer's
             again = re.compile(rf"(?<![\w.]){m.group(3)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{m.group(3)}\b|"
@@ -587,5 +601,8 @@ def _tidy(text: str) -> str:
         if add == f"{d} - 1" or (add.isdigit() and d.isdigit() and int(add) + 1 == int(d)):
             return f"div_ceil({x}, {d})"
         return m.group(0)
+    atom = re.compile(r"(?<![\w)])\(\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+|\w+\([^()]*\))\s*\)")
+    while atom.search(text):  # (n) -> n, as a macro's expansion writes its arguments
+        text = atom.sub(r"\1", text)
     text = re.sub(r"\(([^()]+?) \+ ([^()+]+?)\) // (\w+)", ceil, _outer(text))
     return _outer(text)

@@ -248,6 +248,18 @@ def test_launch_site_reading() -> None:
     assert geo.shared_mem == "128 * 4 * 2" and geo.host_args == [("rows", "i32")]
     # a name a host argument would take that the kernel's arguments already use: no geometry
     assert geometry(site, [("out", None), ("count", "i64")], {}, {"out", "count", "rows"}) is None
+    # the source's function-like macros expanded; one the spec cannot write leaves the shared memory
+    # unwritten, said with the launch's text
+    text = """#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+    #define PAD(x, n) (((x) + (n) - 1) & ~((n) - 1))
+    void go(float* y, int n) {
+      const int smem = CEIL_DIV(n, 32) * 32 * sizeof(float);
+      k<<<CEIL_DIV(n, 256), 256, smem>>>(y, n);
+      k<<<CEIL_DIV(n, 256), 256, PAD(n, 32) * 4>>>(y, n);
+    }"""
+    first, second = (geometry(s, [("y", "f32*"), ("n", "i32")], {}, {"y", "n"}) for s in launch_sites(text, "k"))
+    assert first is not None and first.grid[0] == "div_ceil(n, 256)" and first.shared_mem == "div_ceil(n, 32) * 32 * 4"
+    assert second is not None and second.shared_mem is None and second.smem_text == "PAD(n, 32) * 4"
     # a shift, a ternary, a float: none
     for config in ("n << 2", "n > 4 ? 2 : 1", "n * 1.5"):
         (bad,) = launch_sites(f"void f(int n) {{ k<<<{config}, 32>>>(n); }}", "k")
