@@ -819,7 +819,7 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                     out[key].max_threads = threads
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
-        g.sites = launch_sites(prepared[0].text, g.name)
+        g.sites = launch_sites(prepared[0].text, g.name, every)
         if g.template and not g.instances:  # the template arguments its launches give, where plain
             g.instances = list(dict.fromkeys(
                 tuple(" ".join(a.split()) for a in s.template_args) for s in g.sites

@@ -80,16 +80,20 @@ class Geometry:
     smem_text: str | None = None  # the launch's shared memory where the spec cannot say it (as written)
 
 
-def launch_sites(text: str, name: str) -> list[LaunchSite]:
+def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[LaunchSite]:
     """The launches of the kernel called ``name`` (its last name, qualified or not, with template
-    arguments or not) in ``text`` (comment-free, literals blanked)."""
-    return list(_all_sites(text).get(name, ()))
+    arguments or not) in ``text`` (comment-free, literals blanked); ``macros``: those of the
+    source and its headers (default: those ``text`` defines), whose function-like ones are
+    expanded in a launch's configuration and variables."""
+    functions = (macros or macros_of(text))[1]
+    key = tuple(sorted((k, tuple(params), body) for k, (params, body) in functions.items()))
+    return list(_all_sites(text, key).get(name, ()))
 
 
 @functools.lru_cache(maxsize=4)
-def _all_sites(text: str) -> dict[str, list[LaunchSite]]:
+def _all_sites(text: str, functions: tuple[tuple[str, tuple[str, ...], str], ...]) -> dict[str, list[LaunchSite]]:
     """Every launch in ``text``, by the kernel's last name (read once per text: a source's kernels
-    each ask for theirs)."""
+    each ask for theirs); ``functions``: the function-like macros to expand."""
     found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
     callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$")
     for m in re.finditer(r"<<<", text):
@@ -121,7 +125,7 @@ def _all_sites(text: str) -> dict[str, list[LaunchSite]]:
     found.sort(key=lambda f: f[0])
     # the source's function-like macros, expanded where a launch's configuration or a variable uses
     # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
-    macros: Macros = ({}, macros_of(text)[1])
+    macros: Macros = ({}, {k: (list(params), body) for k, params, body in functions})
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
     out: dict[str, list[LaunchSite]] = {}

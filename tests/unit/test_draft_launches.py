@@ -134,6 +134,12 @@ __global__ void padded(float* y, int n) { extern __shared__ float s[]; }
 
 void launch_padded(float* y, int n) { padded<<<n, 64, PAD(n, 32) * 4>>>(y, n); }
 
+#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+__global__ void ceil_kernel(float* p, int n) {}
+
+void launch_ceil(float* p, int n) { ceil_kernel<<<CEIL_DIV(n, 64), 64>>>(p, n); }
+
 __global__ void two_ways(float* p, int n) {}
 
 void two(float* p, int n, bool wide) {
@@ -211,6 +217,9 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     # a field of a struct whose declaration the draft does not read: the guess (the spec has no such field)
     opaque = kernel_block(text, "opaque")
     assert "# as the source" not in opaque and "rows" not in opaque.split("args:")[1], opaque
+    # a function-like macro of the source, expanded
+    ceil = kernel_block(text, "ceil")
+    assert '    grid: ["div_ceil(n, 64)", 1, 1]  # as the source' in ceil, ceil
     # shared memory the spec cannot say (a macro): zero, marked with the launch's text
     padded = kernel_block(text, "padded")
     assert "    shared_mem: 0  # check: the launch gives PAD(n, 32) * 4 bytes, which the draft cannot write" in padded
