@@ -13,6 +13,9 @@ type it does not know (a struct passed by value) becomes an entry under ``struct
 fields of its declaration in the source or a local header (enum members as their underlying
 types, class-type members as nested structs with entries of their own), or without fields (a
 stateless functor, which the build checks) and a comment saying to give them, and why.
+Where the source launches a kernel itself (``k<<<grid, block, smem, stream>>>(args)``,
+``cudaLaunchKernelEx``), the launch's geometry is written as spec expressions (``launch_sites``),
+and its template arguments give the instances where there are no explicit instantiations.
 What cannot be known from the text is written as a working guess with a comment: the block
 (``__launch_bounds__`` or 256 threads), a one-dimensional grid over the first integer argument,
 and an example. The draft loads and generates as it is; ``kernelgen build`` then checks each
