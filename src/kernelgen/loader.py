@@ -2370,6 +2370,35 @@ def _args(
     return out
 
 
+def _field_path(owner: Arg, path: Sequence[str], scalar_only: str, integer_only: str
+                ) -> tuple[tuple[StructField, ...], tuple[str, str] | None]:
+    """Struct argument ``owner``'s fields down ``path`` (``["span", "count"]`` for ``p.span.count``)
+    and, where they do not lead to an integer scalar, why (the message and a hint), in the words of
+    what reads it (``scalar_only``: after an array, ``integer_only``: after a float or a struct)."""
+    st: Struct | None = owner.struct
+    fields: list[StructField] = []
+    where = owner.name
+    for part in path:
+        if st is None:
+            return tuple(fields), (f"field '{where}' is a scalar, not a struct: it has no field '{part}'", "")
+        f = next((x for x in st.fields if x.name == part), None)
+        if f is None:
+            return tuple(fields), (f"'{where}' (struct '{st.name}') has no field '{part}'",
+                                   did_you_mean(part, [x.name for x in st.fields]))
+        where = f"{where}.{part}"
+        if f.count:
+            return tuple(fields), (f"field '{where}' is an array ({f.count} elements); {scalar_only}", "")
+        fields.append(f)
+        st = f.struct
+    if st is not None:
+        return tuple(fields), (f"field '{where}' is a struct; {integer_only}",
+                               f"name one of its fields, e.g. {where}.{st.fields[0].name}" if st.fields else "")
+    last = fields[-1].scalar if fields else None
+    if last is not None and not last.is_integer:
+        return tuple(fields), (f"field '{where}' is {last.name}; {integer_only}", "")
+    return tuple(fields), None
+
+
 def _field_read_error(arg: Arg, text: str, call: bool) -> tuple[str, str]:
     """Why an expression cannot read ``text`` (``p.eps``, ``p.span``, ``p.size()``) of struct
     argument ``arg``: the message and a hint."""
@@ -2378,27 +2407,13 @@ def _field_read_error(arg: Arg, text: str, call: bool) -> tuple[str, str]:
                 "")
     if call:
         return (f"'{text}' calls a method; expressions read a struct argument's integer fields ({arg.name}.field)", "")
-    path = re.findall(r"\w+", text)[1:]
-    st, where = arg.struct, arg.name
-    for i, part in enumerate(path):
-        f = next((x for x in st.fields if x.name == part), None) if st is not None else None
-        if st is None:
-            return f"field '{where}' is a scalar, not a struct: it has no field '{part}'", ""
-        if f is None:
-            return (f"'{where}' (struct '{st.name}') has no field '{part}'",
-                    did_you_mean(part, [x.name for x in st.fields]))
-        where = f"{where}.{part}"
-        if f.count:
-            return f"field '{where}' is an array ({f.count} elements); expressions read scalar fields", ""
-        if f.struct is None and f.scalar is not None and not f.scalar.is_integer and i == len(path) - 1:
-            return f"field '{where}' is {f.scalar.name}; expressions use integers only", ""
-        st = f.struct
-    if st is not None:
-        return (f"field '{where}' is a struct; expressions read its integer fields",
-                f"e.g. {where}.{st.fields[0].name}" if st.fields else "")
-    return (f"field '{where}' would be read through a host argument named "
-            f"'{where.replace('.', '_')}', a name the kernel already uses",
-            f"declare it under another name: host_args: {{NAME: {{type: T, from: {where}}}}}")
+    _, problem = _field_path(arg, re.findall(r"\w+", text)[1:], "expressions read scalar fields",
+                             "expressions use integers only")
+    if problem is not None:
+        return problem
+    return (f"field '{text}' would be read through a host argument named "
+            f"'{text.replace('.', '_')}', a name the kernel already uses",
+            f"declare it under another name: host_args: {{NAME: {{type: T, from: {text}}}}}")
 
 
 def _field_names(args: Sequence[Arg], host: Sequence[Arg], taken: Container[str]
@@ -2450,35 +2465,16 @@ def _resolve_source(ctx: _Ctx, loc: SourceLoc, name: str, scalar: ScalarType, te
         raise ctx.error(loc, f"'{head}' is {what}",
                         f"'from' reads a field of a struct argument ({', '.join(structs)})"
                         if structs else "'from' reads a field of a struct argument; the kernel has none")
-    st: Struct | None = owner.struct
-    fields: list[StructField] = []
-    for i, part in enumerate(path):
-        assert st is not None
-        f = next((x for x in st.fields if x.name == part), None)
-        where = ".".join([head, *path[:i]])
-        if f is None:
-            raise ctx.error(loc, f"'{where}' (struct '{st.name}') has no field '{part}'",
-                            did_you_mean(part, [x.name for x in st.fields]))
-        if f.count:
-            raise ctx.error(loc, f"field '{where}.{part}' is an array ({f.count} elements); 'from' reads a "
-                            "scalar field")
-        fields.append(f)
-        st = f.struct
-        if st is None and i < len(path) - 1:
-            raise ctx.error(loc, f"field '{where}.{part}' is a scalar, not a struct: it has no field "
-                            f"'{path[i + 1]}'")
-    last = fields[-1]
-    if last.struct is not None or last.scalar is None:
-        raise ctx.error(loc, f"field '{text}' is a struct; 'from' reads an integer field",
-                        f"name one of its fields, e.g. {text}.{last.struct.fields[0].name}"
-                        if last.struct is not None and last.struct.fields else "")
-    if not last.scalar.is_integer:
-        raise ctx.error(loc, f"field '{text}' is {last.scalar.name}; 'from' reads an integer field "
-                        "(expressions use integers only)")
-    if last.scalar.name != scalar.name:
-        raise ctx.error(loc, f"field '{text}' is {last.scalar.name}, but host argument '{name}' is {scalar.name}",
-                        f"give '{name}' the field's type: {{type: {last.scalar.name}, from: {text}}}")
-    return head, tuple(fields)
+    fields, problem = _field_path(owner, path, "'from' reads a scalar field",
+                                  "'from' reads an integer field (expressions use integers only)")
+    if problem is not None:
+        raise ctx.error(loc, *problem)
+    last = fields[-1].scalar
+    assert last is not None
+    if last.name != scalar.name:
+        raise ctx.error(loc, f"field '{text}' is {last.name}, but host argument '{name}' is {scalar.name}",
+                        f"give '{name}' the field's type: {{type: {last.name}, from: {text}}}")
+    return head, fields
 
 
 def _kernel(

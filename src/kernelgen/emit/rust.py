@@ -358,7 +358,8 @@ def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str |
     return f"{k.name}: {text}" if text else None
 
 
-_CALL_FORMS: dict[int, tuple[tuple[CArg, ...], tuple[str, tuple[tuple[str, bool], ...], list[str]]]] = {}
+_CALL_FORMS: dict[tuple[int, int, str], tuple[tuple[CArg, ...], tuple[CArg, ...],
+                                              tuple[str, tuple[tuple[str, bool], ...], list[str]]]] = {}
 
 
 def _call_form(args: tuple[CArg, ...], derived: tuple[CArg, ...] = (),
@@ -368,9 +369,10 @@ def _call_form(args: tuple[CArg, ...], derived: tuple[CArg, ...] = (),
     cannot be). A struct argument that ``derived`` host integers are read from is built with
     those fields set (``module``: the crate path of the module's structs). Made once per argument
     list: the tests hold thousands of calls."""
-    hit = _CALL_FORMS.get(id(args))
-    if hit is not None and hit[0] is args:
-        return hit[1]
+    key = (id(args), id(derived), module)  # (the form depends on the derived ones too)
+    hit = _CALL_FORMS.get(key)
+    if hit is not None and hit[0] is args and hit[1] is derived:
+        return hit[2]
     texts, ints, nulls = [], [], []
     for i, a in enumerate(args):
         fields = [d for d in derived if d.arg.source == a.name]
@@ -396,7 +398,7 @@ def _call_form(args: tuple[CArg, ...], derived: tuple[CArg, ...] = (),
         texts.append(text)
         nulls.append(null)
     form = (", ".join(texts), tuple(ints), nulls)
-    _CALL_FORMS[id(args)] = (args, form)
+    _CALL_FORMS[key] = (args, derived, form)
     return form
 
 
