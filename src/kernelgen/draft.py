@@ -43,6 +43,7 @@ from kernelgen.kernel_source import (
     global_decls,
     macros_of,
     namespaces_at,
+    split_top,
     strip_comments,
 )
 from kernelgen.launch_sites import Geometry, LaunchSite, geometry, launch_sites
@@ -120,24 +121,6 @@ class Global:
     sites: list[LaunchSite] = field(default_factory=list)  # its launches (k<<<...>>>(...)) in the source
 
 
-def _split_top(text: str) -> list[str]:
-    """``text`` split at the commas outside (), <>, [] and {}."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur))
-    return [p.strip() for p in out]
-
-
 def _angle(text: str, start: int) -> str:
     """The text inside the ``<`` at ``text[start - 1]`` (to the end when it is not closed)."""
     end = closing(text, start, "<>")
@@ -153,7 +136,7 @@ def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[Tem
         return []
     m = heads[-1]
     out = []
-    for p in _split_top(_angle(head, m.end())):
+    for p in split_top(_angle(head, m.end())):
         default = None
         if "=" in p:
             p, default = (x.strip() for x in p.split("=", 1))
@@ -199,7 +182,7 @@ def _enum_table(text: str) -> dict[str, _Enum]:
         ns = [n for at, n in spaces if at <= m.start()][-1]
         qual = f"{ns}::{m.group(2)}" if ns else m.group(2)
         end = closing(text, m.end(), "{}") or m.end()
-        items = [e.strip() for e in _split_top(text[m.end():end]) if e.strip()]
+        items = [e.strip() for e in split_top(text[m.end():end]) if e.strip()]
         names = [re.match(r"\w*", e).group(0) for e in items]  # type: ignore[union-attr]
         scope = qual if m.group(1) else ns
         enumerators = [f"{scope}::{n}" if scope else n for n in names if n]
@@ -494,7 +477,7 @@ class _Scope:
         if rec is None or bool(targs) != bool(rec.params):
             return _Layout()
         # a class template's instance: its parameters stand for the template-id's arguments
-        bound = dict(zip(rec.params, _split_top(targs[:targs.rfind(">")]))) if targs else {}
+        bound = dict(zip(rec.params, split_top(targs[:targs.rfind(">")]))) if targs else {}
         out = _Layout(why=rec.why)
         if rec.align:
             if rec.align.isdigit() and int(rec.align) in (1, 2, 4, 8, 16, 32, 64, 128):
@@ -514,7 +497,7 @@ class _Scope:
             paren, init = decl.find("("), min((i for i in (decl.find("="), decl.find("{")) if i >= 0), default=-1)
             if fn is None and paren >= 0 and (init < 0 or paren < init):
                 continue  # a member function, a constructor or an operator
-            parts = _split_top(decl)
+            parts = split_top(decl)
             if fn is not None or (all("*" in x for x in parts) and "&" not in decl and "[" not in decl):
                 names = [fn] if fn else [re.search(r"([A-Za-z_]\w*)\s*(?:=.*)?$", x.split("*")[-1].strip())
                                          for x in parts]
@@ -782,13 +765,13 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                 # its arguments are values to build the template for
                 if d.template_args is not None:  # (spelled from the global scope, as the symbol needs)
                     explicit.setdefault(qualified, []).append([scope.qualify(" ".join(a.split()), d.namespace)
-                                                               for a in _split_top(d.template_args)])
+                                                               for a in split_top(d.template_args)])
                 continue
             template = _template_head(head, scope.aliases)
             written = expand_macros(d.params, every)[0]
             params = [] if written.strip() in ("", "void") else [
-                _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(_split_top(written))]
-            for i, (piece, p) in enumerate(zip(_split_top(written), params)):
+                _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(split_top(written))]
+            for i, (piece, p) in enumerate(zip(split_top(written), params)):
                 call = _UNKNOWN_CALL.search(piece)
                 if call is not None and call.group(1) not in _ATTRIBUTE_WORDS:
                     why = f"'{piece}' uses {call.group(1)}(...), " + (

@@ -199,6 +199,29 @@ def _template_values(head: str, symbol: str, names: dict[str, int]) -> dict[str,
     return out
 
 
+def split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets, each piece stripped (a blank last one left
+    out): (), [] and {}, and <> where ``<`` follows a name (``Vec<float, 4>``, ``static_cast<int>``,
+    not ``a < b`` or ``<<``)."""
+    out, depth, cur = [], 0, []
+    last = ""  # the last character before this one that is not a space
+    for i, ch in enumerate(text):
+        if ch in "([{" or (ch == "<" and (last.isalnum() or last in "_:") and text[i + 1:i + 2] not in "<="):
+            depth += 1
+        elif ch in ")]}" or (ch == ">" and depth > 0 and last != "-"):
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        if not ch.isspace():
+            last = ch
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
 def _split_args(text: str) -> list[str]:
     out, depth, cur = [], 0, []
     for ch in text:

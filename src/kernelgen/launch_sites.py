@@ -35,7 +35,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of
+from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -101,25 +101,25 @@ def _all_sites(text: str, functions: tuple[tuple[str, tuple[str, ...], str], ...
         end = text.find(">>>", m.end())
         if callee is None or end < 0:
             continue
-        config = _split(text[m.end():end])
+        config = split_top(text[m.end():end])
         paren = re.compile(r"\s*\(").match(text, end + 3)
         if paren is None or len(config) < 2:
             continue
         close = closing(text, paren.end())
         if close is None:
             continue
-        targs = _split(callee.group(3)[1:-1]) if callee.group(3) else None
+        targs = split_top(callee.group(3)[1:-1]) if callee.group(3) else None
         found.append((m.start(), callee.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
-                                                              _split(text[paren.end():close])), None))
+                                                              split_top(text[paren.end():close])), None))
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())
-        args = _split(text[m.end():close]) if close is not None else []
+        args = split_top(text[m.end():close]) if close is not None else []
         kernel = re.fullmatch(r"(?:\(\s*void\s*\*\s*\)\s*)?&?\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*"
                               r"(<.*>)?", args[1].strip(), re.S) if len(args) >= 2 else None
         cfg = re.fullmatch(r"&\s*([A-Za-z_]\w*)", args[0].strip()) if args else None
         if kernel is None or cfg is None:
             continue
-        targs = _split(kernel.group(3)[1:-1]) if kernel.group(3) else None
+        targs = split_top(kernel.group(3)[1:-1]) if kernel.group(3) else None
         found.append((m.start(), kernel.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]),
                       cfg.group(1)))
     found.sort(key=lambda f: f[0])
@@ -293,7 +293,7 @@ def _launch_config(body: str, cfg: str) -> list[str]:
         decl = d
     if decl is not None:
         end = closing(body, decl.end(), "{}")
-        for item in _split(body[decl.end():end] if end is not None else ""):
+        for item in split_top(body[decl.end():end] if end is not None else ""):
             m = re.fullmatch(r"\.\s*(\w+)\s*=\s*(.+)", item.strip(), re.S)
             if m:
                 fields[m.group(1)] = m.group(2).strip()
@@ -367,7 +367,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             parts = list(site.dims[text])
         else:
             call = re.fullmatch(r"dim3\s*[({](.*)[)}]", text, re.S)
-            parts = _split(call.group(1)) if call else [text]
+            parts = split_top(call.group(1)) if call else [text]
         if not 1 <= len(parts) <= 3:
             return None
         out = []
@@ -398,24 +398,6 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def _split(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets (``<>`` counted only where a name precedes it)."""
-    out, depth, cur = [], 0, []
-    for i, ch in enumerate(text):
-        if ch in "([{" or (ch == "<" and re.search(r"[\w:]\s*$", text[:i]) and text[i + 1:i + 2] not in "<="):
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and depth > 0 and text[i - 1:i] != "-"):
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
 
 
 def _function_body(text: str, stack: list[int]) -> tuple[int, int] | None:
@@ -449,7 +431,7 @@ def _int_params(text: str, head_end: int) -> dict[str, str]:
             break
         i -= 1
     out = {}
-    for p in _split(text[i + 1:head_end - 1]):
+    for p in split_top(text[i + 1:head_end - 1]):
         p = p.split("=")[0].strip()
         words = re.findall(r"[A-Za-z_]\w*", p)
         if len(words) < 2 or any(c in p for c in "*&<[("):
@@ -473,7 +455,7 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
     for m in _DIM3.finditer(body):
         end = closing(body, m.end(), "()" if body[m.end() - 1] == "(" else "{}")
         if end is not None:
-            site.dims[m.group(1)] = [_expanded(d, macros) for d in _split(body[m.end():end])]
+            site.dims[m.group(1)] = [_expanded(d, macros) for d in split_top(body[m.end():end])]
     for m in re.finditer(r"(?:^|(?<=[;{}(]))\s*((?:(?:const|constexpr|static)\s+)*)((?:[A-Za-z_][\w:]*\s+)+?)"
                          r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", body):
         words = [w.removeprefix("std::") for w in m.group(2).split()]
