@@ -46,7 +46,7 @@ from kernelgen.kernel_source import (
     split_top,
     strip_comments,
 )
-from kernelgen.launch_sites import Geometry, LaunchSite, geometry, launch_sites
+from kernelgen.launch_sites import Geometry, LaunchSite, geometry, launches
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
@@ -803,9 +803,10 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                 out[key].pdl |= pdl
                 if out[key].max_threads is None:
                     out[key].max_threads = threads
+    sites = launches(prepared[0].text, every)
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
-        g.sites = launch_sites(prepared[0].text, g.name, every)
+        g.sites = sites.get(g.name, [])
         if g.template and not g.instances:  # the template arguments its launches give, where plain
             g.instances = list(dict.fromkeys(
                 tuple(" ".join(a.split()) for a in s.template_args) for s in g.sites

@@ -31,7 +31,6 @@ that follow a parameter list.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 
@@ -82,18 +81,14 @@ class Geometry:
 
 def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[LaunchSite]:
     """The launches of the kernel called ``name`` (its last name, qualified or not, with template
-    arguments or not) in ``text`` (comment-free, literals blanked); ``macros``: those of the
-    source and its headers (default: those ``text`` defines), whose function-like ones are
-    expanded in a launch's configuration and variables."""
-    functions = (macros or macros_of(text))[1]
-    key = tuple(sorted((k, tuple(params), body) for k, (params, body) in functions.items()))
-    return list(_all_sites(text, key).get(name, ()))
+    arguments or not) in ``text``, as :func:`launches` reads them."""
+    return launches(text, macros).get(name, [])
 
 
-@functools.lru_cache(maxsize=4)
-def _all_sites(text: str, functions: tuple[tuple[str, tuple[str, ...], str], ...]) -> dict[str, list[LaunchSite]]:
-    """Every launch in ``text``, by the kernel's last name (read once per text: a source's kernels
-    each ask for theirs); ``functions``: the function-like macros to expand."""
+def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSite]]:
+    """Every launch in ``text`` (comment-free, literals blanked), by the kernel's last name;
+    ``macros``: those of the source and its headers (default: those ``text`` defines), whose
+    function-like ones are expanded in a launch's configuration and variables."""
     found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
     callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$")
     for m in re.finditer(r"<<<", text):
@@ -125,7 +120,7 @@ def _all_sites(text: str, functions: tuple[tuple[str, tuple[str, ...], str], ...
     found.sort(key=lambda f: f[0])
     # the source's function-like macros, expanded where a launch's configuration or a variable uses
     # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
-    macros: Macros = ({}, {k: (list(params), body) for k, params, body in functions})
+    macros = ({}, (macros or macros_of(text))[1])
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
     out: dict[str, list[LaunchSite]] = {}
@@ -174,7 +169,7 @@ def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None
     # the enclosing blocks, innermost first, up to the function's body
     for brace in reversed(stack):
         before = text[:brace].rstrip()
-        opening = _open_paren(before) if before.endswith(")") else None
+        opening = _opening(before) if before.endswith(")") else None
         word = re.search(r"(\w+)\s*$", before[:opening]) if opening is not None else None
         if word and word.group(1) == "if":
             chain = re.search(r"\belse\s*$", before[:word.start()])
@@ -200,13 +195,16 @@ def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None
     return " && ".join(f"({p})" if len(out) > 1 and "||" in p else p for p in out) or None
 
 
+# A switch's label: case V: (its value) or default:.
+_LABEL = re.compile(r"(?:^|(?<=[;{}:]))\s*(?:case\s+([^:;]+?)|default)\s*:(?!:)")
+
+
 def _labels(text: str, anywhere: bool = False) -> list[str | None]:
     """The ``case`` values (None for ``default``) that begin ``text`` (or, with ``anywhere``, all of
     them in it)."""
-    rx = re.compile(r"(?:^|(?<=[;{}:]))\s*(?:case\s+([^:;]+?)|default)\s*:(?!:)")
     out: list[str | None] = []
     pos = 0
-    for m in rx.finditer(text):
+    for m in _LABEL.finditer(text):
         if not anywhere and m.start() != pos:
             break
         out.append(m.group(1).strip() if m.group(1) else None)
@@ -219,7 +217,7 @@ def _labels_before(text: str) -> list[str | None]:
     to a statement)."""
     runs: list[list[str | None]] = []
     last = -1
-    for m in re.finditer(r"(?:^|(?<=[;{}:]))\s*(?:case\s+([^:;]+?)|default)\s*:(?!:)", text):
+    for m in _LABEL.finditer(text):
         if m.start() != last:
             runs.append([])
         runs[-1].append(m.group(1).strip() if m.group(1) else None)
@@ -244,16 +242,10 @@ def _chain(text: str, at: int, body_start: int) -> list[str]:
     before ``at`` (where an ``else`` stands), earliest first; none where it is not read."""
     before = text[body_start:at].rstrip()
     if before.endswith("}"):
-        depth, i = 0, len(before) - 1
-        while i >= 0:
-            depth += {"}": 1, "{": -1}.get(before[i], 0)
-            if depth == 0:
-                break
-            i -= 1
-        head = before[:i].rstrip()
+        head = before[:_opening(before, "{}") or 0].rstrip()
         if not head.endswith(")"):
             return []
-        opening = _open_paren(head)
+        opening = _opening(head)
         word = re.search(r"\bif\s*$", head[:opening]) if opening is not None else None
         if word is None or opening is None:
             return []
@@ -273,11 +265,12 @@ def _chain(text: str, at: int, body_start: int) -> list[str]:
     return ([*_chain(text, body_start + earlier.start(), body_start), cond] if earlier else [cond])
 
 
-def _open_paren(text: str) -> int | None:
-    """Where the ``(`` matching the ``)`` that ends ``text`` is."""
+def _opening(text: str, pair: str = "()") -> int | None:
+    """Where the ``pair[0]`` matching the ``pair[1]`` that ends ``text`` is."""
     depth = 0
+    step = {pair[1]: 1, pair[0]: -1}
     for i in range(len(text) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(text[i], 0)
+        depth += step.get(text[i], 0)
         if depth == 0:
             return i
     return None
@@ -406,32 +399,18 @@ def _function_body(text: str, stack: list[int]) -> tuple[int, int] | None:
     for brace in stack:  # outermost first: the function, not a loop or an if inside it
         head = text[:brace].rstrip()
         head = re.sub(r"(?:\s*\b(?:const|noexcept|override|final))+$", "", head)
-        if head.endswith(")") and not re.search(r"\b(?:if|for|while|switch|catch)\s*\($", _opening_word(head)):
+        opening = _opening(head) if head.endswith(")") else None
+        if opening is not None and not re.search(r"\b(?:if|for|while|switch|catch)\s*$", head[:opening]):
             return len(head), brace + 1
     return None
-
-
-def _opening_word(head: str) -> str:
-    """The text of ``head`` (ending in ``)``) from the word before its matching ``(``."""
-    depth = 0
-    for i in range(len(head) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(head[i], 0)
-        if depth == 0:
-            return head[max(0, i - 12):i + 1]
-    return ""
 
 
 def _int_params(text: str, head_end: int) -> dict[str, str]:
     """The integer parameters (name -> C++ type) of the function whose parameter list ends at
     ``head_end`` (its ``)``)."""
-    depth, i = 0, head_end - 1
-    while i >= 0:
-        depth += {")": 1, "(": -1}.get(text[i], 0)
-        if depth == 0:
-            break
-        i -= 1
+    i = _opening(text[:head_end])
     out = {}
-    for p in split_top(text[i + 1:head_end - 1]):
+    for p in split_top(text[(i or 0) + 1:head_end - 1]):
         p = p.split("=")[0].strip()
         words = re.findall(r"[A-Za-z_]\w*", p)
         if len(words) < 2 or any(c in p for c in "*&<[("):
