@@ -1472,21 +1472,30 @@ def _field_entries(fields: list[tuple[str, str, str]]) -> str:
     return ", ".join(out)
 
 
-def _struct_counts(pl: _Plan, entry: _Entry, layouts: dict[str, _Layout | str],
-                   taken: set[str]) -> list[tuple[str, str, str]]:
-    """For a kernel without integer parameters: the integer fields named like counts (n, rows,
-    num_tokens...) of the structs it takes by value (as drafted: ``layouts``), as host arguments
-    read from them (name, type, ``arg.field``); none where its structs have no such field."""
+def _int_fields(pl: _Plan, entry: _Entry, layouts: dict[str, _Layout | str]) -> list[tuple[str, _Member]]:
+    """The integer scalar fields of the structs the kernel takes by value, as drafted (``layouts``):
+    (its argument's name, the field)."""
     out = []
     for name, p in pl.args:
         cpp = _entry_struct(p, pl, entry)
         lay = layouts.get(cpp) if cpp is not None else None
         for m in lay.members if isinstance(lay, _Layout) and not lay.why else ():
-            if m.scalar not in _INT_MAX or m.count or m.name.lower() not in _INT_NAMES:
-                continue
-            spec = m.name if _usable(m.name) and m.name not in taken else _spec_name(f"{name}_{m.name}", taken)
-            taken.add(spec)
-            out.append((spec, m.scalar, f"{name}.{m.name}"))
+            if m.scalar in _INT_MAX and not m.count:
+                out.append((name, m))
+    return out
+
+
+def _struct_counts(fields: list[tuple[str, _Member]], taken: set[str]) -> list[tuple[str, str, str]]:
+    """For a kernel without integer parameters: those of its structs' integer ``fields`` named like
+    counts (n, rows, num_tokens...), as host arguments read from them (name, type, ``arg.field``);
+    none where its structs have no such field."""
+    out = []
+    for name, m in fields:
+        if m.name.lower() not in _INT_NAMES:
+            continue
+        spec = m.name if _usable(m.name) and m.name not in taken else _spec_name(f"{name}_{m.name}", taken)
+        taken.add(spec)
+        out.append((spec, m.scalar, f"{name}.{m.name}"))
     return out
 
 
@@ -1557,8 +1566,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         for n, t, note in args:
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
+        int_fields = _int_fields(pl, entry, layouts)
         if not ints:  # the counts in a struct passed by value: host integers read from its fields
-            counts = _struct_counts(pl, entry, layouts, {n for n, _, _ in args} | set(pl.axis_names.values()))
+            counts = _struct_counts(int_fields, {n for n, _, _ in args} | set(pl.axis_names.values()))
             if counts:
                 body.append("    host_args:  # check: read from the struct's fields; the grid and sizes use them")
                 for n, t, where in counts:
@@ -1569,12 +1579,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         # more where there is one (an 8-bit flag holds no size)
         pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints
         driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
-        # the integer fields of the structs it takes, as drafted (p.rows): what a launch may read
-        fields = {f"{name}.{m.name}" for name, p in pl.args
-                  for lay in [layouts.get(_entry_struct(p, pl, entry) or "")]
-                  if isinstance(lay, _Layout) and not lay.why
-                  for m in lay.members if m.scalar in _INT_MAX and not m.count and _usable(m.name)}
-        launch = _launch(pl, args, int_max, driver, fields)
+        # what a launch may read of the structs (p.rows): their integer fields under their own names
+        launch = _launch(pl, args, int_max, driver, {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)})
         cluster: tuple[str, ...] | None = None
         smem_line = None
         if launch is not None:

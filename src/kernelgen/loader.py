@@ -2706,6 +2706,9 @@ def _kernel_entries(
             _check_sm90_targets(ctx, f["tensor_maps"].loc, "a tensor map (the tensor memory accelerator, TMA)",
                                 on_targets, targets)
 
+    # the fields' added host arguments as the spec writes them, for the clauses' texts
+    field_paths = {alias: expr.Name(path) for path, (alias, arg) in field_names.items() if arg is not None}
+
     def clauses(key: str) -> tuple[Clause, ...]:
         if key not in f:
             return ()
@@ -2718,8 +2721,7 @@ def _kernel_entries(
                     tree = ex(item, expr.Ty.BOOL, device_names)
                     # the text (a "not launched" reason) keeps the spec's let names and fields
                     shown = as_written(item, expr.Ty.BOOL, device_names) if lets else tree
-                    shown = expr.substitute(shown, {alias: expr.Name(path) for path, (alias, arg)
-                                                    in field_names.items() if arg is not None})
+                    shown = expr.substitute(shown, field_paths)
                     out.append(Clause(tree, expr.to_text(shown), item.loc))
             return tuple(out)
 
