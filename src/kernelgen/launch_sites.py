@@ -44,6 +44,7 @@ _INT_WORDS = {"int", "unsigned", "signed", "long", "short", "size_t", "ssize_t",
 _QUALIFIERS = {"const", "constexpr", "static", "register", "volatile", "std"}
 _CAST_TYPES = r"(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|size_t|u?int(?:8|16|32|64)_t|" \
               r"std::size_t|std::u?int(?:8|16|32|64)_t|int64_t|unsigned)"
+_CASTS = re.compile(rf"static_cast\s*<\s*{_CAST_TYPES}\s*>|\(\s*{_CAST_TYPES}\s*\)|(?<![\w:.]){_CAST_TYPES}\s*(?=\()")
 
 
 @dataclass
@@ -450,13 +451,15 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
                 site.modified.discard(m.group(3))
 
 
+def _drop_casts(text: str) -> str:
+    """``text`` without its integer casts: ``(int)n``, ``static_cast<int64_t>(n)``, ``int(n)``
+    (the parentheses of the last two kept)."""
+    return _CASTS.sub("", text)
+
+
 def _uncast(text: str) -> str:
-    """``text`` without an integer cast around it: ``(int)n``, ``static_cast<int64_t>(n)``,
-    ``int(n)``."""
-    m = re.fullmatch(rf"\(\s*{_CAST_TYPES}\s*\)\s*(.+)", text, re.S) or re.fullmatch(
-        rf"static_cast\s*<\s*{_CAST_TYPES}\s*>\s*\((.+)\)", text, re.S) or re.fullmatch(
-        rf"{_CAST_TYPES}\s*\((.+)\)", text, re.S)
-    return _uncast(m.group(1).strip()) if m else text
+    """``text`` without an integer cast around it (``(int)n``, ``static_cast<int64_t>(n)`` -> ``n``)."""
+    return _outer(_drop_casts(text).strip()).strip()
 
 
 def _sizeof(m: re.Match[str]) -> str:
@@ -481,8 +484,7 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0,
     text = text.strip()
     # the sizes of types first (sizeof(float) -> 4), then casts: (int)x, static_cast<int>(x), int(x)
     text = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)", _sizeof, text)
-    text = re.sub(rf"static_cast\s*<\s*{_CAST_TYPES}\s*>", "", text)
-    text = re.sub(rf"\(\s*{_CAST_TYPES}\s*\)", "", text)
+    text = _drop_casts(text)
     out, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -505,8 +507,6 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0,
             if bare in ("min", "max") and text[pos:].lstrip().startswith("("):
                 out.append(bare)
                 continue
-            if re.fullmatch(_CAST_TYPES, word) and text[pos:].lstrip().startswith("("):
-                continue  # int(x): a functional cast
             if word == "sizeof":
                 of = re.match(r"\s*\(\s*([A-Za-z_][\w:]*)\s*\)", text[pos:])
                 spelled = name(f"sizeof({of.group(1)})") if of else None
