@@ -1581,7 +1581,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
         # what a launch may read of the structs (p.rows): their integer fields under their own names
         launch = _launch(pl, args, int_max, driver, {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)})
-        cluster: tuple[str, ...] | None = None
+        axis = pl.axis_names
+        cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
         smem_line = None
         if launch is not None:
             geo, values, kinds = launch
@@ -1595,6 +1596,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 f"check: as the source's launch at line {geo.line} gives it; its launches give {kinds} geometries"
             body.append(f"    grid: [{', '.join(map(_yaml_expr, geo.grid))}]  # {where}")
             body.append(f"    block: [{', '.join(map(_yaml_expr, geo.block))}]")
+            if cluster:
+                body.append(f"    cluster: [{', '.join(cluster)}]")
             if geo.shared_mem is not None:
                 smem_line = f"    shared_mem: {_yaml_expr(geo.shared_mem)}"
             elif geo.smem_text is not None:
@@ -1604,12 +1607,10 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             driver = next((n for n in re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", geo.grid[0]) if n in values),
                           driver)
         else:
-            axis = pl.axis_names
             int_params = {t.name for t in g.template if t.kind == "int"}
             threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
                 else "256"
             threads = axis.get(threads, threads)
-            cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
             cx = cluster[0] if cluster else "1"
             grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
                 if driver else cx
@@ -1626,13 +1627,15 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                              f"its extern __shared__ {written} array")
             values = {n: min(1024, int_max[n]) if n == driver else 1 for n in ints}
         modes, why = [], []
-        if g.cooperative:
+        if g.cooperative or any(site.cooperative for site in g.sites):
+            reason = "it syncs the whole grid (cooperative_groups)" if g.cooperative else \
+                "the source launches it with cudaLaunchCooperativeKernel"
             if cluster:
-                body.append("    # check: it syncs the whole grid (a cooperative launch), which a cluster launch "
+                body.append(f"    # check: {reason.split(' (')[0]} (a cooperative launch), which a cluster launch "
                             "cannot be")
             else:
                 modes.append("cooperative: true")
-                why.append("it syncs the whole grid (cooperative_groups)")
+                why.append(reason)
         if g.pdl:
             modes.append("programmatic_dependent: true")
             why.append("it waits on or releases the stream's neighbouring kernels (griddepcontrol)")
@@ -1680,7 +1683,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     arguments (and the host arguments it adds) for which every instance launches (the count
     ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many different
     geometries its launches give; None where no launch gives one."""
-    if not pl.g.sites or pl.g.cooperative or pl.g.cluster:
+    if not pl.g.sites:
         return None
     params = [(n, t) for n, t, _ in args]
     taken = {n for n, _, _ in args} | set(pl.axis_names.values())
@@ -1693,6 +1696,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     found = [g for g in (geometry(site, params, pl.constants, taken, axes, types) for site in pl.g.sites)
              if g is not None and all(_usable(n) for n, _ in g.host_args)]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})
+    cluster = [int(c) for c in pl.g.cluster] if pl.g.cluster and all(c.isdigit() for c in pl.g.cluster) else None
 
     def sized(text: str, inst: dict[str, str]) -> str:
         """``text`` with sizeof(axis) as the bytes of the instance's element type."""
@@ -1716,19 +1720,23 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
                       dict.fromkeys(names, 1024)):
             env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
-            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}) for trees, ints in per):
+            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster)
+                   for trees, ints in per):
                 return geo, env, kinds
     return None
 
 
-def _launches(trees: list[expr.Node], env: dict[str, int]) -> bool:
-    """Whether grid, block (and shared memory) ``trees`` give a launch for ``env``."""
+def _launches(trees: list[expr.Node], env: dict[str, int], cluster: list[int] | None = None) -> bool:
+    """Whether grid, block (and shared memory) ``trees`` give a launch for ``env`` (a grid of whole
+    clusters, where ``cluster`` gives them)."""
     try:
         vals = [int(expr.evaluate(t, env)) for t in trees]
     except expr.ExprError:
         return False
     grid, block, smem = vals[:3], vals[3:6], (vals[6] if len(vals) > 6 else 0)
-    return min(grid) >= 1 and min(block) >= 1 and block[0] * block[1] * block[2] <= 1024 and 0 <= smem <= 48 * 1024
+    whole = cluster is None or all(g % c == 0 for g, c in zip(grid, cluster))
+    return min(grid) >= 1 and min(block) >= 1 and block[0] * block[1] * block[2] <= 1024 and \
+        0 <= smem <= 48 * 1024 and whole
 
 
 def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:

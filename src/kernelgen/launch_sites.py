@@ -1,19 +1,25 @@
 """The launch geometry a CUDA source's own host code gives a kernel, for ``kernelgen draft``.
 
-A source that launches its kernels (``k<<<grid, block, smem, stream>>>(args)``, or
+A source that launches its kernels (``k<<<grid, block, smem, stream>>>(args)``,
 ``cudaLaunchKernelEx(&cfg, k, args...)`` with ``cfg``'s ``gridDim``, ``blockDim`` and
-``dynamicSmemBytes`` set before it) already says how the grid, the block and the dynamic shared
-memory follow from the arguments. This module reads such a launch and writes its geometry as
-spec expressions over the kernel's arguments, instead of the draft's guess:
+``dynamicSmemBytes`` set before it, or ``cudaLaunchKernel(k, grid, block, args, smem, stream)``
+and ``cudaLaunchCooperativeKernel`` with ``void* args[] = {&p, &n};`` declared before it) already
+says how the grid, the block and the dynamic shared memory follow from the arguments. This module
+reads such a launch and writes its geometry as spec expressions over the kernel's arguments,
+instead of the draft's guess:
 
 - ``dim3`` and integer variables the launching function declares before the launch (``dim3
   grid(div, rows);``, ``const int threads = 256;``, ``int blocks = (n + threads - 1) /
-  threads;``, the last declaration before it) are put in;
+  threads;``, the last declaration before it; a ``dim3``'s components assigned after it,
+  ``grid.y = rows;``, and read, ``block.x``) are put in;
 - a name the launch passes to the kernel as an integer argument (``k<<<..>>>(out, in, n)``, also
-  through a cast) becomes that argument's spec name, a field of a name it passes as a struct
+  through a cast) becomes that argument's spec name, and so does an expression it passes (``n /
+  4`` as ``n4``: ``(n / 4 + 127) / 128`` -> ``div_ceil(n4, 128)``, where the operators beside it
+  leave it whole); a field of a name it passes as a struct
   argument that argument's field (``params.rows`` -> ``p.rows``), a name or number it gives an
   integer template parameter that is an axis the axis (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``), a
-  constant of the sources (``#define``, ``constexpr``) its value;
+  constant of the sources (``#define``, ``constexpr``; qualified too, ``cfg::kThreads``,
+  ``Traits::kWarps``, by its last name) its value;
 - an integer parameter of the launching function that the kernel does not take, and an integer
   variable whose value the spec cannot compute (``input.numel() / d``) or which is set again
   before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives them);
@@ -21,8 +27,9 @@ spec expressions over the kernel's arguments, instead of the draft's guess:
   them (``CEIL_DIV(n, 256)``);
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
-  dropped); anything else (a member call such as ``x.size(0)``, ``?:``, ``<<``, a float) in the
-  grid or the block leaves the draft's guess in place, in the shared memory a 0 marked ``check``.
+  dropped, products of numbers folded); anything else (a member call such as ``x.size(0)``,
+  ``?:``, ``<<``, a float) in the grid or the block leaves the draft's guess in place, in the
+  shared memory a 0 marked ``check``.
 
 What is read is text, as the rest of the draft reads it: comments removed, no preprocessor
 conditionals evaluated, the launching function found as the outermost braces around the launch
@@ -32,6 +39,7 @@ that follow a parameter list.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
@@ -63,6 +71,7 @@ class LaunchSite:
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
     host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
     guard: str | None = None  # the condition under which the launching function reaches it (C++), if any
+    cooperative: bool = False  # launched by cudaLaunchCooperativeKernel
 
 
 @dataclass
@@ -110,14 +119,25 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())
         args = split_top(text[m.end():close]) if close is not None else []
-        kernel = re.fullmatch(r"(?:\(\s*void\s*\*\s*\)\s*)?&?\s*((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*"
-                              r"(<.*>)?", args[1].strip(), re.S) if len(args) >= 2 else None
+        kernel = _kernel_ref(args[1]) if len(args) >= 2 else None
         cfg = re.fullmatch(r"&\s*([A-Za-z_]\w*)", args[0].strip()) if args else None
         if kernel is None or cfg is None:
             continue
-        targs = split_top(kernel.group(3)[1:-1]) if kernel.group(3) else None
-        found.append((m.start(), kernel.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, [], args[2:]),
+        found.append((m.start(), kernel[0], LaunchSite(text.count("\n", 0, m.start()) + 1, kernel[1], [], args[2:]),
                       cfg.group(1)))
+    # cudaLaunchKernel(k, grid, block, args, smem, stream): the arguments through an array of
+    # their addresses that the launching function declares (void* args[] = {&p, &n};)
+    for m in re.finditer(r"\bcudaLaunch(?:Cooperative)?Kernel\s*(?:<[^;{}()]*>)?\s*\(", text):
+        close = closing(text, m.end())
+        args = split_top(text[m.end():close]) if close is not None else []
+        kernel = _kernel_ref(args[0]) if len(args) >= 4 else None
+        array = re.fullmatch(r"\(?\s*(?:\(\s*void\s*\*\s*\*\s*\))?\s*([A-Za-z_]\w*)\s*\)?", args[3].strip()) \
+            if kernel else None
+        if kernel is None or array is None:
+            continue
+        config = [args[1], args[2], args[4] if len(args) > 4 else "0"]
+        found.append((m.start(), kernel[0], LaunchSite(text.count("\n", 0, m.start()) + 1, kernel[1], config, [],
+                                                       cooperative="Cooperative" in m.group(0)), f"[]{array.group(1)}"))
     found.sort(key=lambda f: f[0])
     # the source's function-like macros, expanded where a launch's configuration or a variable uses
     # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
@@ -142,7 +162,11 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             site.host_params = _int_params(text, head_end)
             _read_variables(text[body_start:pos], site, macros)
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
-        if cfg is not None:
+        if cfg is not None and cfg.startswith("[]"):
+            site.call_args = _address_array(text[body[1] if body else 0:pos], cfg[2:])
+            if site.call_args is None:
+                continue
+        elif cfg is not None:
             site.written = _launch_config(text[body[1] if body else 0:pos], cfg)
             site.config = [_expanded(c, macros) for c in site.written]
             if not site.config:
@@ -277,6 +301,34 @@ def _opening(text: str, pair: str = "()") -> int | None:
     return None
 
 
+def _kernel_ref(text: str) -> tuple[str, list[str] | None] | None:
+    """The kernel a launch API call names (``k``, ``&ns::k<T, 4>``, ``(void*)k``,
+    ``reinterpret_cast<const void*>(&k)``): its last name and template arguments, or None."""
+    text = text.strip()
+    cast = re.fullmatch(r"(?:reinterpret_cast|static_cast)\s*<\s*(?:const\s+)?void\s*\*\s*>\s*\((.*)\)", text, re.S)
+    text = cast.group(1).strip() if cast else re.sub(r"^\(\s*(?:const\s+)?void\s*\*\s*\)\s*", "", text)
+    m = re.fullmatch(r"\(?\s*&?\s*(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(<.*>)?\s*\)?", text, re.S)
+    if m is None:
+        return None
+    return m.group(1), split_top(m.group(2)[1:-1]) if m.group(2) else None
+
+
+def _address_array(body: str, array: str) -> list[str] | None:
+    """The arguments array ``array`` of ``body`` (the launching function up to the launch) points to
+    (``void* args[] = {&p, (void*)&n};`` -> ``["p", "n"]``), or None where it is not so declared."""
+    decl = ([None] + list(re.finditer(rf"\bvoid\s*\*\s*{array}\s*\[[^\]]*\]\s*=\s*\{{", body)))[-1]
+    end = closing(body, decl.end(), "{}") if decl is not None else None
+    if decl is None or end is None:
+        return None
+    out = []
+    for item in split_top(body[decl.end():end]):
+        item = re.sub(r"^(?:\(\s*void\s*\*\s*\)|(?:reinterpret_cast|const_cast|static_cast)\s*<[^<>]*>)\s*", "",
+                      item.strip())
+        address = re.fullmatch(r"\(?\s*&\s*([A-Za-z_][\w.]*)\s*\)?", item)
+        out.append(address.group(1) if address else item)
+    return out
+
+
 def _launch_config(body: str, cfg: str) -> list[str]:
     """Grid, block and shared memory of ``cudaLaunchConfig_t`` variable ``cfg`` as ``body`` (the
     launching function up to the launch) sets them: its members assigned (the last assignment), or
@@ -316,13 +368,20 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     if len(site.call_args) != len(params):
         return None
     passed: dict[str, str] = {}
+    passed_exprs: dict[str, list[str]] = {}  # expressions passed to integer arguments, by placeholder
     structs: dict[str, str] = {}  # names passed as a struct argument: its spec name
     for text, (spec, ty) in zip(site.call_args, params):
         if ty is not None and ty not in SCALARS and not ty.endswith("*") and _IDENT.fullmatch(text.strip()):
             structs.setdefault(text.strip(), spec)
         bare = _uncast(text.strip())
-        if _IDENT.fullmatch(bare) and ty is not None and ty in SCALARS and SCALARS[ty].is_integer:
+        if ty is None or ty not in SCALARS or not SCALARS[ty].is_integer:
+            continue
+        if _IDENT.fullmatch(bare):
             passed.setdefault(bare, spec)
+        elif (toks := _tokens(bare)) and len(toks) > 1 and toks not in passed_exprs.values():
+            placeholder = f"__passed{len(passed_exprs)}"
+            passed_exprs[placeholder] = toks
+            passed[placeholder] = spec
     host: dict[str, str] = {}
     computed: dict[str, str] = {}
 
@@ -332,6 +391,9 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
         the launching function whose value the spec cannot compute, as a host argument."""
         if word in bound:
             return bound[word]
+        if "::" in word:  # cfg::kThreads, Traits::kWarps: a constant of the sources by its last name
+            last = word.rsplit("::", 1)[1]
+            return None if first or word.startswith("std::") or last not in constants else str(constants[last])
         if "." in word:  # a field of what the kernel is passed as a struct argument: p.rows
             head, _, rest = word.partition(".")
             return f"{structs[head]}.{rest}" if head in structs else None
@@ -366,12 +428,13 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             return None
         out = []
         for p in parts + ["1"] * (3 - len(parts)):
-            e = _spec_expr(p, site.locals, name, modified=site.modified)
+            e = _spec_expr(p, scope)
             if e is None:
                 return None
             out.append(e)
         return out
 
+    scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs)
     grid, block = dims(site.config[0]), dims(site.config[1])
     if grid is None or block is None:
         return None
@@ -379,7 +442,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     smem_unread = False
     if len(site.config) > 2:
         before = dict(host), dict(computed)
-        smem = _spec_expr(site.config[2], site.locals, name, modified=site.modified)
+        smem = _spec_expr(site.config[2], scope)
         smem_unread = smem is None
         if smem_unread:  # the host arguments named on the way stay out
             host, computed = before
@@ -422,7 +485,7 @@ def _int_params(text: str, head_end: int) -> dict[str, str]:
     return out
 
 
-_DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:=\s*dim3\s*)?[({]")
+_DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:(?:=\s*dim3\s*)?([({])|;)")
 
 
 def _expanded(text: str, macros: Macros) -> str:
@@ -432,10 +495,26 @@ def _expanded(text: str, macros: Macros) -> str:
 
 def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> None:
     """The ``dim3`` and integer variables ``body`` declares (the last declaration of each name)."""
+    declared: dict[str, int] = {}  # where each dim3's last declaration ends
     for m in _DIM3.finditer(body):
+        if m.group(2) is None:  # dim3 grid; (1, 1, 1)
+            site.dims[m.group(1)], declared[m.group(1)] = ["1"], m.end()
+            continue
         end = closing(body, m.end(), "()" if body[m.end() - 1] == "(" else "{}")
         if end is not None:
             site.dims[m.group(1)] = [_expanded(d, macros) for d in split_top(body[m.end():end])]
+            declared[m.group(1)] = end
+    # components assigned after the declaration (grid.x = ...; the last assignment); one changed
+    # otherwise (grid.x *= 2, ++grid.y) leaves the variable unread
+    for dim, at in declared.items():
+        for m in re.finditer(rf"(?<![\w.]){dim}\s*\.\s*([xyz])\s*((?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)\s*([^;]*);|"
+                             rf"(?:\+\+|--)\s*{dim}\s*\.", body[at:]):
+            if m.group(2) != "=":
+                site.dims.pop(dim, None)
+                break
+            parts = site.dims[dim] + ["1"] * (3 - len(site.dims[dim]))
+            parts["xyz".index(m.group(1))] = _expanded(m.group(3).strip(), macros)
+            site.dims[dim] = parts
     for m in re.finditer(r"(?:^|(?<=[;{}(]))\s*((?:(?:const|constexpr|static)\s+)*)((?:[A-Za-z_][\w:]*\s+)+?)"
                          r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", body):
         words = [w.removeprefix("std::") for w in m.group(2).split()]
@@ -473,18 +552,32 @@ _TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*(?
                     r"(<<|>>|[-+*/%(),]))")
 
 
-def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0,
-               modified: set[str] | frozenset[str] = frozenset()) -> str | None:
+@dataclass
+class _Scope:
+    """What a launch's expressions may use: ``variables``, the launching function's integer
+    variables (put in, parenthesized; not those in ``modified``, assigned again after their
+    declaration); ``dims``, its ``dim3`` variables (``block.x`` is the first component);
+    ``name(word)``, a name's spec spelling (None where it has none); ``passed``, expressions the
+    launch passes to integer arguments of the kernel, as token lists by the placeholder name that
+    stands for them (``n / 4`` passed as ``n4``: ``(n / 4 + 127) / 128`` -> ``div_ceil(n4, 128)``)."""
+
+    variables: dict[str, str]
+    name: Callable[..., str | None]
+    modified: set[str] = field(default_factory=set)
+    dims: dict[str, list[str]] = field(default_factory=dict)
+    passed: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _spec_expr(text: str, scope: _Scope, depth: int = 0) -> str | None:
     """C++ integer expression ``text`` as a spec expression, or None where it is not one the spec
-    can say. ``variables``: the launching function's integer variables (put in, parenthesized;
-    not those in ``modified``, assigned again after their declaration); ``name(word)``: a name's
-    spec spelling (None where it has none)."""
+    can say (see :class:`_Scope` for the names it may use)."""
     if depth > 8:
         return None
+    variables, name, modified = scope.variables, scope.name, scope.modified
     text = text.strip()
     # the sizes of types first (sizeof(float) -> 4), then casts: (int)x, static_cast<int>(x), int(x)
     text = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)", _sizeof, text)
-    text = _drop_casts(text)
+    text = _stand_for_passed(_drop_casts(text), scope.passed)
     out, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -515,28 +608,95 @@ def _spec_expr(text: str, variables: dict[str, str], name, depth: int = 0,
                 out.append(spelled)
                 pos += of.end()  # type: ignore[union-attr]
                 continue
-            if "::" in word or text[pos:].lstrip().startswith("("):
-                return None  # a call, or a qualified name the draft does not know
+            if text[pos:].lstrip().startswith("("):
+                return None  # a call
             spelled = name(word, True)
             if spelled is not None:
                 out.append(spelled)
                 continue
+            head, _, member = word.partition(".")
+            if head in scope.dims and member in ("x", "y", "z"):  # block.x: the dim3's component
+                parts = scope.dims[head] + ["1"] * 3
+                inner = _spec_expr(parts["xyz".index(member)], scope, depth + 1)
+                if inner is None:
+                    return None
+                out.append(_atom(inner))
+                continue
             if word in variables or word in modified:
                 inner = None if word in modified else _spec_expr(
-                    variables[word], {k: v for k, v in variables.items() if k != word}, name, depth + 1, modified)
+                    variables[word], _Scope({k: v for k, v in variables.items() if k != word}, name, modified,
+                                            scope.dims, scope.passed), depth + 1)
                 if inner is None:  # (input.numel() / d; set in a loop): the caller gives it
                     inner = name(word, variable=True)
                 if inner is None:
                     return None
-                atom = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+", inner) or (
-                    inner.startswith("(") and closing(inner, 1) == len(inner) - 1)
-                out.append(inner if atom else f"({inner})")
+                out.append(_atom(inner))
                 continue
             spelled = name(word)
             if spelled is None:
                 return None
             out.append(spelled)
     return _tidy(_join(out)) or None
+
+
+def _atom(text: str) -> str:
+    """``text`` parenthesized unless it is a name, a number or parenthesized already."""
+    atom = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+", text) or (
+        text.startswith("(") and closing(text, 1) == len(text) - 1)
+    return text if atom else f"({text})"
+
+
+# binding strength of C++'s binary operators the spec writes (higher binds tighter)
+_PRECEDENCE = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2}
+
+
+def _tokens(text: str) -> list[str] | None:
+    """``text``'s tokens (numbers, names, operators and brackets), or None where it has others."""
+    out, pos = [], 0
+    while pos < len(text):
+        m = re.compile(r"\s*([A-Za-z_][\w:]*(?:\s*\.\s*[A-Za-z_]\w*)*|\d\w*|[-+*/%(),])").match(text, pos)
+        if m is None:
+            return None if text[pos:].strip() else out
+        out.append(re.sub(r"\s+", "", m.group(1)))
+        pos = m.end()
+    return out
+
+
+def _loosest(tokens: list[str]) -> int:
+    """The binding strength of the loosest binary operator outside brackets in ``tokens`` (4: none)."""
+    depth, loosest, prev = 0, 4, None
+    for t in tokens:
+        if t == "(":
+            depth += 1
+        elif t == ")":
+            depth -= 1
+        elif depth == 0 and t in _PRECEDENCE and prev not in (None, "(", ",", *_PRECEDENCE):
+            loosest = min(loosest, _PRECEDENCE[t])
+        prev = t
+    return loosest
+
+
+def _stand_for_passed(text: str, passed: dict[str, list[str]]) -> str:
+    """``text`` with each whole occurrence of an expression of ``passed`` replaced by the name that
+    stands for it: where the operators beside it bind no tighter than its own loosest one (on the
+    left, strictly looser), so that the replaced text computes the same (``m * n / 4`` keeps ``n /
+    4``)."""
+    if not passed:
+        return text
+    toks = _tokens(text)
+    if toks is None:
+        return text
+    for placeholder, expr in passed.items():
+        own = _loosest(expr)
+        i = 0
+        while i + len(expr) <= len(toks):
+            left = toks[i - 1] if i else None
+            right = toks[i + len(expr)] if i + len(expr) < len(toks) else None
+            if toks[i:i + len(expr)] == expr and (left in (None, "(", ",") or _PRECEDENCE.get(left, 4) < own) \
+                    and (right in (None, ")", ",") or _PRECEDENCE.get(right, 4) <= own):
+                toks[i:i + len(expr)] = [placeholder]
+            i += 1
+    return " ".join(toks)
 
 
 def _join(tokens: list[str]) -> str:
@@ -568,6 +728,11 @@ def _tidy(text: str) -> str:
         return m.group(0)
     atom = re.compile(r"(?<![\w)])\(\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+|\w+\([^()]*\))\s*\)")
     while atom.search(text):  # (n) -> n, as a macro's expansion writes its arguments
+        text = atom.sub(r"\1", text)
+    # products of numbers folded (4 * 32 -> 128) where nothing divides by the first
+    product = re.compile(r"(?<![\w/%*] )(?<![\w.])(\d+) \* (\d+)(?![\w.])")
+    while product.search(text):
+        text = product.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), text, count=1)
         text = atom.sub(r"\1", text)
     text = re.sub(r"\(([^()]+?) \+ ([^()+]+?)\) // (\w+)", ceil, _outer(text))
     return _outer(text)

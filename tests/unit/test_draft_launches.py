@@ -75,6 +75,12 @@ void fill(torch::Tensor& t, float v) {
   fill_kernel<<<t.numel() / 256 + 1, 256>>>(t.data_ptr<float>(), v, t.numel());
 }
 
+__global__ void row_fill(float* p, float v, int n) {}
+
+void row_fill_launch(torch::Tensor& t, float v) {
+  row_fill<<<t.size(0), 256>>>(t.data_ptr<float>(), v, t.numel());
+}
+
 template <typename scalar_t>
 __global__ void gate_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ in, const int d) {
   extern __shared__ char smem[];
@@ -181,9 +187,12 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert '    grid: [num_tokens, 1, 1]  # as the source' in rms and '    block: ["min(hidden_size, 1024)", 1, 1]' \
         in rms, rms
     assert "host_args" not in rms
-    # what the spec cannot say (a member call) leaves the guess
+    # an expression the kernel is passed stands for its argument where the launch uses it
     fill = kernel_block(text, "fill")
-    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # check\n' in fill
+    assert '    grid: ["n // 256 + 1", 1, 1]  # as the source' in fill, fill
+    # what the spec cannot say (a member call the kernel is not passed) leaves the guess
+    row_fill = kernel_block(text, "row_fill")
+    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # check\n' in row_fill, row_fill
     # launches that disagree: the first, marked
     two = kernel_block(text, "two_ways")
     line = next(i for i, t in enumerate(SOURCE.splitlines(), 1) if "two_ways<<<" in t)
@@ -254,7 +263,7 @@ def test_launch_site_reading() -> None:
     geo = geometry(site, [("out", None), ("count", "i64")], {}, {"out", "count"})
     assert geo is not None
     assert geo.grid == ("div_ceil(count, 128)", "rows", "1") and geo.block == ("128", "1", "1")
-    assert geo.shared_mem == "128 * 4 * 2" and geo.host_args == [("rows", "i32")]
+    assert geo.shared_mem == "1024" and geo.host_args == [("rows", "i32")]
     # a name a host argument would take that the kernel's arguments already use: no geometry
     assert geometry(site, [("out", None), ("count", "i64")], {}, {"out", "count", "rows"}) is None
     # the source's function-like macros expanded; one the spec cannot write leaves the shared memory
@@ -299,3 +308,113 @@ def test_the_conditions_launches_are_under() -> None:
         "1": "wide", "2": "!(wide)", "3": "n > 5", "4": "n > 2 && !(n > 5)", "5": "!(n > 5) && !(n > 2)",
         "6": "n == 1 || n == 2", "7": "!(n == 1 || n == 2)", "8": None, "9": "n == 7", "10": "n == 8 && !(n == 7)",
         "11": "!(n == 7) && !(n == 8)", "12": "n < 4 && wide"}, guards
+
+
+LAUNCH_FORMS = """\
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+namespace cfg { constexpr int kThreads = 128; }
+struct Traits { static constexpr int kWarps = 4; };
+
+__global__ void transpose(float* out, const float* in, int rows, int cols) {}
+
+void run_transpose(float* out, const float* in, int rows, int cols, cudaStream_t s) {
+  dim3 grid;
+  grid.x = (cols + 31) / 32;
+  grid.y = (rows + 31) / 32;
+  dim3 block(32, 8);
+  transpose<<<grid, block, 0, s>>>(out, in, rows, cols);
+}
+
+__global__ void bias_relu(float4* x, const float4* bias, unsigned n4, unsigned cols4) {}
+
+void run_bias(float* x, const float* b, unsigned n, unsigned cols, cudaStream_t st) {
+  dim3 block(128);
+  dim3 grid((n / 4 + block.x - 1) / block.x);
+  bias_relu<<<grid, block, block.x * sizeof(float), st>>>((float4*)x, (const float4*)b, n / 4, cols / 4);
+}
+
+__global__ void scale(float* x, float a, long n) {}
+
+void run_scale(float* x, float a, long n, cudaStream_t s) {
+  scale<<<(n + cfg::kThreads - 1) / cfg::kThreads, cfg::kThreads, 0, s>>>(x, a, n);
+}
+
+__global__ void warp_sum(const float* x, float* out, int n) {}
+
+void run_warp_sum(const float* x, float* out, int n, cudaStream_t s) {
+  constexpr int warps = Traits::kWarps;
+  warp_sum<<<(n + warps * 32 - 1) / (warps * 32), warps * 32, 0, s>>>(x, out, n);
+}
+
+__global__ void fill(int* p, int v, unsigned n) {}
+
+void run_fill(int* p, int v, unsigned n, cudaStream_t s) {
+  void* args[] = {&p, (void*)&v, &n};
+  cudaLaunchKernel((const void*)fill, dim3((n + 255) / 256), dim3(256), args, 0, s);
+}
+
+__global__ void grid_pass(float* p, int n) {}
+
+void run_grid_pass(float* p, int n, int sms, cudaStream_t s) {
+  void* kargs[2] = {&p, &n};
+  cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&grid_pass), sms * 2, 256, kargs, 1024, s);
+}
+
+__global__ void __cluster_dims__(2, 1, 1) pairs(float* p, int n) {}
+
+void run_pairs(float* p, int n, cudaStream_t s) { pairs<<<(n + 255) / 256 * 2, 256, 0, s>>>(p, n); }
+"""
+
+
+def test_launch_forms(tmp_path: Path) -> None:
+    """A dim3 built by assigning its components and read by them, constants by qualified names,
+    an expression passed to an argument, and launches through cudaLaunchKernel's argument array."""
+    root = project(tmp_path, {"csrc/forms.cu": LAUNCH_FORMS})
+    text = write_and_load(root, ["csrc/forms.cu"])["forms"]
+    transpose = kernel_block(text, "transpose")
+    assert '    grid: ["div_ceil(cols, 32)", "div_ceil(rows, 32)", 1]  # as the source' in transpose, transpose
+    assert "    block: [32, 8, 1]\n" in transpose
+    bias = kernel_block(text, "bias_relu")
+    assert '    grid: ["div_ceil(n4, 128)", 1, 1]  # as the source' in bias, bias
+    assert "    block: [128, 1, 1]\n    shared_mem: 512\n" in bias and "host_args" not in bias, bias
+    scale = kernel_block(text, "scale")
+    assert '    grid: ["div_ceil(n, 128)", 1, 1]  # as the source' in scale and "    block: [128, 1, 1]\n" in scale
+    warp_sum = kernel_block(text, "warp_sum")
+    assert '    grid: ["div_ceil(n, 128)", 1, 1]  # as the source' in warp_sum, warp_sum
+    assert "    block: [128, 1, 1]\n" in warp_sum and "host_args" not in warp_sum
+    fill = kernel_block(text, "fill")
+    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in fill and "    block: [256, 1, 1]\n" in fill
+    grid_pass = kernel_block(text, "grid_pass")
+    assert "    host_args:  # the launching function's integers the launch uses\n      sms: i32\n" in grid_pass
+    assert "    grid: [sms * 2, 1, 1]  # as the source" in grid_pass and "    shared_mem: 1024\n" in grid_pass
+    assert "    launch: {cooperative: true}  # the source launches it with cudaLaunchCooperativeKernel\n" \
+        in grid_pass, grid_pass
+    # a cluster kernel's launch: its grid, and the cluster its declaration gives
+    pairs = kernel_block(text, "pairs")
+    assert '    grid: ["div_ceil(n, 256) * 2", 1, 1]  # as the source' in pairs, pairs
+    assert "    block: [256, 1, 1]\n    cluster: [2, 1, 1]\n" in pairs, pairs
+
+    ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
+    env = {"rows": 70, "cols": 100}
+    assert [int(evaluate(e, env)) for e in ks["transpose"].grid] == [4, 3, 1]
+    assert [int(evaluate(e, {"n4": 300})) for e in ks["bias_relu"].grid] == [3, 1, 1]
+
+
+def test_passed_expressions_stand_where_they_are_whole() -> None:
+    """An expression passed to an integer argument replaces only whole occurrences of it: not
+    where a tighter or equally tight operator on its left would take part of it."""
+    def grid(config: str, passed: str = "n / 4") -> str | None:
+        (site,) = launch_sites(f"void f(float* x, int n, int m) {{ k<<<{config}, 32>>>(x, {passed}); }}", "k")
+        geo = geometry(site, [("x", "f32*"), ("n4", "i32")], {}, {"x", "n4"})
+        return geo.grid[0] if geo else None
+
+    assert grid("(n / 4 + 31) / 32") == "div_ceil(n4, 32)"
+    assert grid("m - n / 4") == "m - n4"
+    assert grid("m * n / 4") == "m * n // 4"  # (m * n) / 4: n / 4 is not a part of it
+    assert grid("n / 4 * 2") == "n4 * 2"
+    assert grid("n / 4 / 2") == "n4 // 2"
+    assert grid("m - n + 1", "n + 1") == "m - n + 1"  # (m - n) + 1
+    assert grid("(n + 1) * 2", "n + 1") == "n4 * 2"
+    assert grid("n + 1 * 2", "n + 1") == "n + 2"  # n + (1 * 2)
+    assert grid("n + 1 - 2", "n + 1") == "n4 - 2"
