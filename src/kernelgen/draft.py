@@ -46,7 +46,7 @@ from kernelgen.kernel_source import (
     split_top,
     strip_comments,
 )
-from kernelgen.launch_sites import Geometry, LaunchSite, geometry, launches
+from kernelgen.launch_sites import Geometry, LaunchSite, arg_type, geometry, launches
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
@@ -807,6 +807,9 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
         g.sites = sites.get(g.name, [])
+        for site in g.sites:  # template arguments a launch leaves to deduction or to the defaults
+            if g.template and len(site.template_args or ()) < len(g.template):
+                site.template_args = _completed(g, site)
         if g.template and not g.instances:  # the template arguments its launches give, where plain
             g.instances = list(dict.fromkeys(
                 tuple(" ".join(a.split()) for a in s.template_args) for s in g.sites
@@ -814,6 +817,27 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                     _plain_arg(t, a, scope, g.namespace, defined) for t, a in zip(g.template, s.template_args))))
             g.launched = bool(g.instances)
     return list(out.values()), notes
+
+
+def _completed(g: Global, site: LaunchSite) -> list[str] | None:
+    """A launch's template arguments with those it does not write filled in: a type parameter by
+    what the launch passes where the kernel's parameter is of that type (``k<<<..>>>(y, x, a)``
+    with ``float* y`` for ``T* y``: ``float``), else the parameter's default; None (as written)
+    where one is neither."""
+    args = list(site.template_args or [])
+    for t in g.template[len(args):]:
+        value = None
+        if t.kind == "type":
+            for p, text in zip(g.params, site.call_args):
+                if p.spec is not None and p.spec.replace("const ", "") in (f"{{{t.name}}}", f"{{{t.name}}}*"):
+                    value = arg_type(site, text)
+                    if value is not None:
+                        break
+        value = value or t.default
+        if value is None:
+            return site.template_args
+        args.append(value)
+    return args
 
 
 def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, defined: dict[str, int]) -> bool:
@@ -1567,27 +1591,42 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
         int_fields = _int_fields(pl, entry, layouts)
+        counts: list[tuple[str, str, str]] = []
         if not ints:  # the counts in a struct passed by value: host integers read from its fields
             counts = _struct_counts(int_fields, {n for n, _, _ in args} | set(pl.axis_names.values()))
-            if counts:
-                body.append("    host_args:  # check: read from the struct's fields; the grid and sizes use them")
-                for n, t, where in counts:
-                    body.append(f"      {_yaml_str(n)}: {{type: {t}, from: {where}}}")
-                    int_max[n] = _INT_MAX[t]
-                ints = list(int_max)
+            for n, t, _where in counts:
+                int_max[n] = _INT_MAX[t]
+            ints = list(int_max)
         # the first integer named like a count drives the grid, else the first: one of 16 bits or
         # more where there is one (an 8-bit flag holds no size)
         pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints
         driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
         # what a launch may read of the structs (p.rows): their integer fields under their own names
-        launch = _launch(pl, args, int_max, driver, {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)})
+        members = {n: [m.name for m in lay.members] for n, p in pl.args
+                   if (cpp := _entry_struct(p, pl, entry)) is not None
+                   and isinstance(lay := layouts.get(cpp), _Layout) and not lay.why}
+        # (a count read from a struct field drives a launch's grid by the field's path)
+        launch = _launch(pl, args, int_max, next((w for n, _, w in counts if n == driver), driver),
+                         {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)}, members,
+                         {n for n, _, _ in counts})
         axis = pl.axis_names
         cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
         smem_line = None
-        if launch is not None:
+        if launch is not None:  # the struct counts the launch's expressions use, with its host arguments
             geo, values, kinds = launch
+            used = set(re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", " ".join([*geo.grid, *geo.block,
+                                                                             geo.shared_mem or ""])))
+            counts = [c for c in counts if c[0] in used]
+            for n in [n for n in values if n in int_max and n not in used and n not in {a for a, _, _ in args}]:
+                del values[n]
+        if counts:
+            body.append("    host_args:  # check: read from the struct's fields; the grid and sizes use them")
+            for n, t, where in counts:
+                body.append(f"      {_yaml_str(n)}: {{type: {t}, from: {where}}}")
+        if launch is not None:
             if geo.host_args:
-                body.append("    host_args:  # the launching function's integers the launch uses")
+                if not counts:
+                    body.append("    host_args:  # the launching function's integers the launch uses")
                 for n, t in geo.host_args:
                     why = f"  # check: the launching function computes it: {' '.join(geo.computed[n].split())}" \
                         if n in geo.computed else ""
@@ -1677,23 +1716,26 @@ def _launch_conditions(pl: _Plan, entry: _Entry) -> list[str]:
 
 
 def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int],
-            driver: str | None, struct_fields: set[str]) -> tuple[Geometry, dict[str, int], int] | None:
+            driver: str | None, struct_fields: set[str], members: dict[str, list[str]],
+            counts: set[str]) -> tuple[Geometry, dict[str, int], int] | None:
     """The geometry of the kernel's first launch in the source that the spec can say (reading
-    only the struct fields ``struct_fields``: the drafted integer fields), integer values for its
+    only the struct fields ``struct_fields``: the drafted integer fields; ``members``: the struct
+    arguments' members in order; ``counts``: host arguments read from struct fields, names the
+    launch's own host arguments may not take), integer values for its
     arguments (and the host arguments it adds) for which every instance launches (the count
     ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many different
     geometries its launches give; None where no launch gives one."""
     if not pl.g.sites:
         return None
     params = [(n, t) for n, t, _ in args]
-    taken = {n for n, _, _ in args} | set(pl.axis_names.values())
+    taken = {n for n, _, _ in args} | set(pl.axis_names.values()) | counts
     axes = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
             if t.kind == "int" and t.name in pl.axis_names}
     order = [pl.axis_names[t.name] for t in pl.axes]
     instances = [dict(zip(order, combo)) for combo in (pl.entries[0].combinations() if pl.entries else [[]])]
     types = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
              if t.kind == "type" and t.name in pl.axis_names}
-    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types) for site in pl.g.sites)
+    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types, members) for site in pl.g.sites)
              if g is not None and all(_usable(n) for n, _ in g.host_args)]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})
     cluster = [int(c) for c in pl.g.cluster] if pl.g.cluster and all(c.isdigit() for c in pl.g.cluster) else None

@@ -70,8 +70,13 @@ class LaunchSite:
     modified: set[str] = field(default_factory=set)  # integer variables assigned after their declaration
     dims: dict[str, list[str]] = field(default_factory=dict)  # dim3 variables: name -> components
     host_params: dict[str, str] = field(default_factory=dict)  # integer parameters: name -> C++ type
+    param_types: dict[str, str] = field(default_factory=dict)  # every parameter: name -> C++ type as written
     guard: str | None = None  # the condition under which the launching function reaches it (C++), if any
     cooperative: bool = False  # launched by cudaLaunchCooperativeKernel
+    # class-type variables of the launching function: name -> {member: value} from its braced
+    # initializer (positional items by index "0", "1", ...; designated ones by name) and from
+    # assignments to its members after it (p.n = n;)
+    aggregates: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -159,9 +164,11 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         body = _function_body(text, stack)
         if body is not None:
             head_end, body_start = body
-            site.host_params = _int_params(text, head_end)
+            site.param_types = _params(text, head_end)
+            site.host_params = _int_params(site.param_types)
             _read_variables(text[body_start:pos], site, macros)
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
+            _read_aggregates(text[body_start:pos], site)
         if cfg is not None and cfg.startswith("[]"):
             site.call_args = _address_array(text[body[1] if body else 0:pos], cfg[2:])
             if site.call_args is None:
@@ -352,14 +359,17 @@ def _launch_config(body: str, cfg: str) -> list[str]:
 
 def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: dict[str, int],
              taken: set[str], axes: dict[int, str] | None = None,
-             type_axes: dict[int, str] | None = None) -> Geometry | None:
+             type_axes: dict[int, str] | None = None, members: dict[str, list[str]] | None = None) -> Geometry | None:
     """``site``'s geometry over the kernel's parameters ``params`` (per parameter in order: its
     spec name and spec type), or None where the grid or the block is not
     written in what the spec can say. ``constants``: the sources' integer constants; ``taken``: the
     names a host argument may not take (the kernel's arguments, its axes); ``axes``: the integer
     axes by template parameter position: a name or number the launch gives such a parameter
     (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``) is the axis where the configuration uses it;
-    ``type_axes``: the type axes so, for ``sizeof`` (``sizeof(scalar_t)`` -> ``sizeof(scalar)``)."""
+    ``type_axes``: the type axes so, for ``sizeof`` (``sizeof(scalar_t)`` -> ``sizeof(scalar)``);
+    ``members``: the members of the struct arguments in declaration order, by the argument's spec
+    name, so that a name the launching function puts into a member of a struct it passes (``Params
+    p{x, n};``, ``p.n = n;``) is that argument's field (``p.n``)."""
     bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
              if site.template_args is not None and i < len(site.template_args)}
     bound.update({f"sizeof({' '.join(site.template_args[i].split())})": f"sizeof({a})"
@@ -382,6 +392,13 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             placeholder = f"__passed{len(passed_exprs)}"
             passed_exprs[placeholder] = toks
             passed[placeholder] = spec
+    for var, spec in structs.items():  # names put into the members of a struct the kernel is passed
+        order = (members or {}).get(spec, [])
+        for key, value in site.aggregates.get(var, {}).items():
+            member = order[int(key)] if key.isdigit() and int(key) < len(order) else key
+            bare = _uncast(value)
+            if member in order and _IDENT.fullmatch(bare):
+                passed.setdefault(bare, f"{spec}.{member}")
     host: dict[str, str] = {}
     computed: dict[str, str] = {}
 
@@ -469,20 +486,46 @@ def _function_body(text: str, stack: list[int]) -> tuple[int, int] | None:
     return None
 
 
-def _int_params(text: str, head_end: int) -> dict[str, str]:
-    """The integer parameters (name -> C++ type) of the function whose parameter list ends at
+def _params(text: str, head_end: int) -> dict[str, str]:
+    """The parameters (name -> C++ type as written) of the function whose parameter list ends at
     ``head_end`` (its ``)``)."""
     i = _opening(text[:head_end])
     out = {}
     for p in split_top(text[(i or 0) + 1:head_end - 1]):
         p = p.split("=")[0].strip()
-        words = re.findall(r"[A-Za-z_]\w*", p)
-        if len(words) < 2 or any(c in p for c in "*&<[("):
-            continue
-        ty = [w for w in words[:-1] if w not in _QUALIFIERS]
-        if ty and all(w in _INT_WORDS and w != "auto" for w in ty):
-            out[words[-1]] = " ".join(ty)
+        m = re.fullmatch(r"(.*?[\s*&])([A-Za-z_]\w*)", p, re.S)
+        if m and m.group(1).strip() and "(" not in p:
+            out[m.group(2)] = " ".join(m.group(1).split())
     return out
+
+
+def _int_params(params: dict[str, str]) -> dict[str, str]:
+    """The integer ones of ``params`` (name -> C++ type), qualifiers dropped."""
+    out = {}
+    for name, written in params.items():
+        words = re.findall(r"[A-Za-z_]\w*", written)
+        if any(c in written for c in "*&<[("):
+            continue
+        ty = [w for w in words if w not in _QUALIFIERS]
+        if ty and all(w in _INT_WORDS and w != "auto" for w in ty):
+            out[name] = " ".join(ty)
+    return out
+
+
+def arg_type(site: LaunchSite, text: str) -> str | None:
+    """The C++ type (``const`` and pointers and references dropped) of what a launch passes as
+    ``text``: a parameter of the launching function, a cast (``(const float*)a``,
+    ``reinterpret_cast<float4*>(x)``) or a tensor's ``data_ptr<float>()``; None where not so read."""
+    text = text.strip()
+    m = re.fullmatch(r"(?:static_cast|reinterpret_cast|const_cast)\s*<\s*([^<>]+?)\s*>\s*\(.*\)", text, re.S) or \
+        re.fullmatch(r"\(\s*((?:const\s+)?[A-Za-z_][\w:\s]*\*[\s*]*)\)\s*.+", text, re.S) or \
+        re.fullmatch(r".*\.\s*(?:template\s+)?(?:data_ptr|data|mutable_data_ptr|const_data_ptr)\s*<\s*([^<>]+?)\s*>"
+                     r"\s*\(\s*\)", text, re.S)
+    written = m.group(1) if m else site.param_types.get(text)
+    if written is None:
+        return None
+    base = re.sub(r"[*&]|\b(?:const|volatile|__restrict__|__restrict)\b", " ", written)
+    return " ".join(base.split()) or None
 
 
 _DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:(?:=\s*dim3\s*)?([({])|;)")
@@ -528,6 +571,36 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
                 site.modified.add(m.group(3))
             else:
                 site.modified.discard(m.group(3))
+
+
+_AGGREGATE = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+)?(?:struct\s+)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*"
+                        r"(=\s*)?(\{|;)")
+
+
+def _read_aggregates(body: str, site: LaunchSite) -> None:
+    """The class-type variables ``body`` declares with a braced initializer or none (``Params
+    p{x, n};``, ``Params p = {.n = n};``, ``Params p;``) and the members it assigns after that."""
+    for m in _AGGREGATE.finditer(body):
+        if m.group(1) in _INT_WORDS | _QUALIFIERS | {"dim3", "return", "else", "case", "goto", "using", "typedef"}:
+            continue
+        items: dict[str, str] = {}
+        end = m.end()
+        if m.group(4) == "{":
+            close = closing(body, m.end(), "{}")
+            if close is None:
+                continue
+            for i, item in enumerate(split_top(body[m.end():close])):
+                named = re.fullmatch(r"\.\s*([A-Za-z_]\w*)\s*=\s*(.+)", item.strip(), re.S)
+                if named:
+                    items[named.group(1)] = named.group(2).strip()
+                elif item.strip():
+                    items[str(i)] = item.strip()
+            end = close
+        elif m.group(3):  # Params p = ...; without braces: not an aggregate read here
+            continue
+        for a in re.finditer(rf"(?<![\w.]){m.group(2)}\s*\.\s*([A-Za-z_]\w*)\s*=(?!=)\s*([^;]+);", body[end:]):
+            items[a.group(1)] = a.group(2).strip()
+        site.aggregates[m.group(2)] = items
 
 
 def _drop_casts(text: str) -> str:

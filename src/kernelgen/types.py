@@ -198,6 +198,7 @@ TORCH_DTYPES: tuple[TorchDtype, ...] = (
     TorchDtype("float8_e5m2", "Float8_e5m2", 8, (2, 1)),
     TorchDtype("float8_e8m0fnu", "Float8_e8m0fnu", 8, (2, 7)),
     TorchDtype("float4_e2m1fn_x2", "Float4_e2m1fn_x2", 8, (2, 8)),
+    TorchDtype("bool", "Bool", 8),
 )
 
 
@@ -277,6 +278,7 @@ ELEM_TYPES += (
             "four unsigned 32-bit integers (uint4), 16-byte aligned"),
     _vector("u8x4", _LANES["u8"], 4, "uchar4", None, "[u8; 4]", "four bytes (uchar4), 4-byte aligned"),
     _vector("i8x4", _LANES["i8"], 4, "char4", None, "[i8; 4]", "four signed bytes (char4), 4-byte aligned"),
+    _plain("bool", 8, "bool", None, "bool", "bool", DL_BOOL, ("|b1",), "booleans, a byte each (0 or 1; torch bool)"),
 )
 
 SCALAR_TYPES: tuple[ScalarType, ...] = (

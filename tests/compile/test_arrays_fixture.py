@@ -192,6 +192,24 @@ check('uchar4 short', ok(px=A('|u1', (3996,), ptr=5 << 20)))
     ], out
 
 
+def test_bool_arrays_are_checked(built: Path) -> None:
+    """bool*: arrays of booleans (typestr |b1), a byte each; bytes of another type are refused."""
+    out = _run(built, """
+c = A('<u4', (1,), ptr=2 << 20)
+check('bools', lambda: m.mask_count(A('|b1', (1000,)), c, 1000))
+check('bools short', lambda: m.mask_count(A('|b1', (999,)), c, 1000))
+check('bytes', lambda: m.mask_count(A('|u1', (1000,)), c, 1000))
+""")
+    assert out == [
+        "bools passed the checks",
+        "bools short ArgumentError mask | array has 999 elements but the kernel accesses 1000 (of bool: 999 bytes, "
+        "1000 needed)",
+        "bytes ArgumentError mask | expected bool elements (typestr |b1), got typestr |u1",
+    ], out
+    header = (built / "generated" / TARGET / "include" / "kernelgen" / "arrays.h").read_text()
+    assert "kernelgen::Outcome mask_count(const bool* mask, uint32_t* count, uint32_t n," in header
+
+
 def test_void_pointers_to_the_kernels_own_types(built: Path) -> None:
     """particle_com's kernel takes const Particle* and float3*; its spec's void* builds (the
     signature check takes any object pointer for void*) and counts bytes."""

@@ -541,6 +541,18 @@ def test_more_vector_element_types(m):
         m.vec_mix(shifted, out, p, sums, px, luma, n)
 
 
+def test_bool_masks(m):
+    """bool*: torch bool tensors reach the kernel as bool; uint8 tensors are refused."""
+    n = 5000
+    mask = torch.rand(n, device="cuda") < 0.3
+    count = torch.zeros(1, dtype=torch.int32, device="cuda").view(torch.uint32)
+    assert m.mask_count(mask, count, n).launched
+    torch.cuda.synchronize()
+    assert int(count.view(torch.int32).item()) == int(mask.sum().item())
+    with pytest.raises(ArgumentError, match="mask_count"):
+        m.mask_count(mask.to(torch.uint8), count, n)
+
+
 def test_void_pointers_reach_a_kernel_taking_its_own_types(m):
     """particle_com takes const Particle* and float3*; the spec says void*: any array, counted in
     bytes, passed as the kernel's pointer types."""

@@ -361,6 +361,31 @@ void run_grid_pass(float* p, int n, int sms, cudaStream_t s) {
   cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&grid_pass), sms * 2, 256, kargs, 1024, s);
 }
 
+struct ScaleParams { const float* x; float* y; int n; float alpha; };
+
+__global__ void by_params(const __grid_constant__ ScaleParams p) {}
+
+void run_by_params(const float* x, float* y, int n, float alpha, cudaStream_t s) {
+  ScaleParams p{x, y, n, alpha};
+  by_params<<<(n + 255) / 256, 256, 0, s>>>(p);
+}
+
+__global__ void by_named(ScaleParams p, int reps) {}
+
+void run_by_named(float* y, int count, int reps, cudaStream_t s) {
+  ScaleParams p = {.y = y, .alpha = 2.f};
+  p.n = count;
+  by_named<<<count, 64, 0, s>>>(p, reps);
+}
+
+template <typename T = float, bool kAccum = false>
+__global__ void axpy(T* y, const T* x, T a, int n) {}
+
+void run_axpy(double* y, const double* x, double a, int n, cudaStream_t s) {
+  axpy<<<(n + 127) / 128, 128, 0, s>>>(y, x, a, n);
+  axpy<double, true><<<(n + 127) / 128, 128, 0, s>>>(y, x, a, n);
+}
+
 __global__ void __cluster_dims__(2, 1, 1) pairs(float* p, int n) {}
 
 void run_pairs(float* p, int n, cudaStream_t s) { pairs<<<(n + 255) / 256 * 2, 256, 0, s>>>(p, n); }
@@ -394,6 +419,17 @@ def test_launch_forms(tmp_path: Path) -> None:
     pairs = kernel_block(text, "pairs")
     assert '    grid: ["div_ceil(n, 256) * 2", 1, 1]  # as the source' in pairs, pairs
     assert "    block: [256, 1, 1]\n    cluster: [2, 1, 1]\n" in pairs, pairs
+
+    # names the launching function puts into a struct it passes: that argument's fields, by
+    # position or by designator or assigned after; the struct's count not drafted a second time
+    by_params = kernel_block(text, "by_params")
+    assert '    grid: ["div_ceil(p.n, 256)", 1, 1]  # as the source' in by_params, by_params
+    assert "host_args" not in by_params and "    examples: [{p.n: 1024}]" in by_params, by_params
+    by_named = kernel_block(text, "by_named")
+    assert "    grid: [p.n, 1, 1]  # as the source" in by_named and "host_args" not in by_named, by_named
+    # template arguments a launch leaves out: deduced from what it passes, or the defaults
+    assert "  axpy_false:\n" in text and "  axpy_true:\n" in text, text
+    assert 'symbol: "axpy<{T}, false>"' in text and "      T: [f64]  # the source's launches" in text, text
 
     ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
     env = {"rows": 70, "cols": 100}

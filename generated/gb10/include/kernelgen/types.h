@@ -73,6 +73,7 @@ enum TorchCode : uint8_t {
   kTorch_float8_e5m2 = 14,
   kTorch_float8_e8m0fnu = 15,
   kTorch_float4_e2m1fn_x2 = 16,
+  kTorch_bool = 17,
   kTorchCount
 };
 
@@ -95,6 +96,7 @@ inline constexpr const char* kTorchAttrs[kTorchCount] = {
     "float8_e5m2",
     "float8_e8m0fnu",
     "float4_e2m1fn_x2",
+    "bool",
 };
 
 // Bits of one item of each torch dtype, by TorchCode (void* arguments count bytes of any dtype).
@@ -112,6 +114,7 @@ inline constexpr uint8_t kTorchBits[kTorchCount] = {
     16,
     32,
     64,
+    8,
     8,
     8,
     8,
@@ -149,6 +152,7 @@ enum ElemCode : uint8_t {
   kElem_u32x4 = 27,
   kElem_u8x4 = 28,
   kElem_i8x4 = 29,
+  kElem_bool = 30,
   kElemCount
 };
 
@@ -209,6 +213,7 @@ inline constexpr ElemInfo kElems[kElemCount] = {
     {"u32x4", 128, 1, 1, 1, {{kTorch_uint32, 0, 0, 1}}, {{1, 32, 1, 1}}, {{"<u4", 1}}, 4, 16, 0},
     {"u8x4", 32, 1, 1, 2, {{kTorch_uint8, 0, 0, 1}}, {{1, 8, 1, 1}}, {{"|u1", 1}, {"<u1", 1}}, 4, 4, 0},
     {"i8x4", 32, 1, 1, 2, {{kTorch_int8, 0, 0, 1}}, {{0, 8, 1, 1}}, {{"|i1", 1}, {"<i1", 1}}, 4, 4, 0},
+    {"bool", 8, 1, 1, 1, {{kTorch_bool, 0, 0, 1}}, {{6, 8, 1, 1}}, {{"|b1", 1}}, 1, 0, 0},
 };
 
 }  // namespace kg::types
@@ -248,6 +253,7 @@ inline int32_t torch_code(c10::ScalarType t) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
     case c10::ScalarType::Float4_e2m1fn_x2: return kTorch_float4_e2m1fn_x2;
 #endif
+    case c10::ScalarType::Bool: return kTorch_bool;
     default: return kTorchNone;
   }
 }

@@ -124,6 +124,7 @@ pub mod dtype {
     pub const U32X4: u32 = 27;
     pub const U8X4: u32 = 28;
     pub const I8X4: u32 = 29;
+    pub const BOOL: u32 = 30;
 }
 
 /// A `cudaStream_t`; null is the legacy default stream.
