@@ -279,6 +279,8 @@ ELEM_TYPES += (
     _vector("u8x4", _LANES["u8"], 4, "uchar4", None, "[u8; 4]", "four bytes (uchar4), 4-byte aligned"),
     _vector("i8x4", _LANES["i8"], 4, "char4", None, "[i8; 4]", "four signed bytes (char4), 4-byte aligned"),
     _plain("bool", 8, "bool", None, "bool", "bool", DL_BOOL, ("|b1",), "booleans, a byte each (0 or 1; torch bool)"),
+    ElemType("f32x3", 96, "float3", None, "[f32; 3]", _LANES["f32"].torch, _LANES["f32"].dlpack,
+             _LANES["f32"].typestr, "three floats (float3), 4-byte aligned", lanes=3, align=4),
 )
 
 SCALAR_TYPES: tuple[ScalarType, ...] = (
@@ -321,7 +323,7 @@ CPP_TYPES = {
     "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_half2": "f16x2",
     "nv_half2": "f16x2", "__nv_bfloat162": "bf16x2",
     "nv_bfloat162": "bf16x2", "int4": "i32x4", "double2": "f64x2", "int2": "i32x2", "uint2": "u32x2",
-    "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4",
+    "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4", "float3": "f32x3",
     "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
     "__nv_fp4x2_e2m1": "fp4_e2m1", "void": "void",
     "char": "i8",  # x86-64's char is signed; aarch64's is not (the build checks either way)
@@ -411,7 +413,8 @@ def _check() -> None:
             assert TORCH[t.dtype].bits == e.lane_bits * t.per_item, (e, t)
         for d in e.dlpack:
             assert d.bits * d.lanes == e.lane_bits * d.per_item, (e, d)
-        assert e.bits % e.lanes == 0 and (e.lanes == 1 or e.align == e.bits // 8), e
+        # a vector is aligned to its size, but float3's 12 bytes are aligned to its lane's 4
+        assert e.bits % e.lanes == 0 and (e.lanes == 1 or e.align == e.bits // 8 or e.align == e.lane_bits // 8), e
         assert not e.any_dtype or not (e.torch or e.dlpack or e.typestr), e
         assert max(len(e.torch), len(e.dlpack), len(e.typestr)) <= MAX_ENCODINGS, e
     assert len({e.name for e in ELEM_TYPES}) == len(ELEM_TYPES)

@@ -210,6 +210,26 @@ check('bytes', lambda: m.mask_count(A('|u1', (1000,)), c, 1000))
     assert "kernelgen::Outcome mask_count(const bool* mask, uint32_t* count, uint32_t n," in header
 
 
+def test_float3_arrays_are_checked(built: Path) -> None:
+    """f32x3 (float3): arrays of f32, three lanes a point, aligned to 4 bytes (not 12 or 16)."""
+    out = _run(built, """
+norms = A('<f4', (1000,), ptr=2 << 20)
+check('points', lambda: m.point_norms(A('<f4', (1000, 3)), norms, 1000))
+check('points at 4 bytes', lambda: m.point_norms(A('<f4', (3000,), ptr=(1 << 20) + 4), norms, 1000))
+check('points partial', lambda: m.point_norms(A('<f4', (2999,)), norms, 1000))
+check('points short', lambda: m.point_norms(A('<f4', (2997,)), norms, 1000))
+check('points at 2 bytes', lambda: m.point_norms(A('<f4', (3000,), ptr=(1 << 20) + 2), norms, 1000))
+""")
+    assert out == [
+        "points passed the checks",
+        "points at 4 bytes passed the checks",
+        "points partial ArgumentError pts | array has 2999 lanes, not a multiple of the 3 of one f32x3 element",
+        "points short ArgumentError pts | array has 999 elements but the kernel accesses 1000 (of f32x3: 11988 bytes, "
+        "12000 needed)",
+        "points at 2 bytes ArgumentError pts | data pointer 0x100002 is not 4-byte aligned, as f32x3 elements need",
+    ], out
+
+
 def test_void_pointers_to_the_kernels_own_types(built: Path) -> None:
     """particle_com's kernel takes const Particle* and float3*; its spec's void* builds (the
     signature check takes any object pointer for void*) and counts bytes."""

@@ -553,6 +553,21 @@ def test_bool_masks(m):
         m.mask_count(mask.to(torch.uint8), count, n)
 
 
+def test_float3_points(m):
+    """f32x3*: a float tensor of n x 3 reaches the kernel as n float3 points."""
+    n = 1000
+    pts = torch.randn(n, 3, device="cuda")
+    norms = torch.full((n,), float("nan"), device="cuda")
+    assert m.point_norms(pts, norms, n).launched
+    torch.cuda.synchronize()
+    torch.testing.assert_close(norms, pts.norm(dim=1), rtol=1e-6, atol=1e-6)
+    # a view starting one float on (4-byte aligned) is a valid float3 array
+    flat = torch.randn(3 * n + 1, device="cuda")
+    assert m.point_norms(flat[1:], norms, n).launched
+    torch.cuda.synchronize()
+    torch.testing.assert_close(norms, flat[1:].view(n, 3).norm(dim=1), rtol=1e-6, atol=1e-6)
+
+
 def test_void_pointers_reach_a_kernel_taking_its_own_types(m):
     """particle_com takes const Particle* and float3*; the spec says void*: any array, counted in
     bytes, passed as the kernel's pointer types."""

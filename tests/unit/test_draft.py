@@ -113,7 +113,7 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert "  op_type: {cpp: Op, fields: {}}" in text
     assert "    args:\n      idx: const i64*\n      \"off\": i64\n      count: u32\n      out: f32*\n" in text  # aliases
     assert "      params: const void*  # 'Params*': untyped memory, sized in bytes; the kernel keeps its type\n" \
-           "      out: void*  # 'float3*': untyped memory" in text
+           "      out: f32x3*\n" in text
     assert 'examples: [{"n": 1024, "off": 1, flag: 1, mode: 1, plain: 1, w: 1, c: 1, stream_arg: 1}]' in text
     # an explicit instantiation is not a kernel of its own; dynamic shared memory gets a guess
     assert text.count("symbol: \"tsum<{B}>\"") == 1 and "tsum_f32" not in text

@@ -26,7 +26,7 @@ const ABI: &[&str] = &[
     "kg_attn_prefill_fa128__abi__0425369e",
     "kg_batched_embed__abi__fd514393",
     "kg_dense_linear__abi__8ca0c4cc",
-    "kg_dflash2__abi__777af9c1",
+    "kg_dflash2__abi__54acfc5c",
     "kg_fill_slots__abi__78c15c96",
     "kg_fp8_gemv_rt__abi__6f9a0a99",
     "kg_fp8_linear__abi__0fb086ad",

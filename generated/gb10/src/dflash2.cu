@@ -861,6 +861,6 @@ extern "C" {
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.
-__attribute__((visibility("default"))) void kg_dflash2__abi__777af9c1(void) {}
+__attribute__((visibility("default"))) void kg_dflash2__abi__54acfc5c(void) {}
 
 }  // extern "C"

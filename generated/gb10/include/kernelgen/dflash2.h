@@ -50,6 +50,7 @@
 #define KG_ELEM_U8X4 28
 #define KG_ELEM_I8X4 29
 #define KG_ELEM_BOOL 30
+#define KG_ELEM_F32X3 31
 #endif
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
@@ -61,12 +62,12 @@
 // name holds "__" (reserved in C++) by design, as every name of the C ABI does: no launcher's own
 // name can, so it clashes with no entry point; it is the library's, so it keeps its spelling.
 // NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
-#ifndef KERNELGEN_KG_DFLASH2_ABI_777AF9C1_DECLARED  // declared once with the C header's declaration (<kernelgen/dflash2_c.h>)
-#define KERNELGEN_KG_DFLASH2_ABI_777AF9C1_DECLARED
-extern "C" void kg_dflash2__abi__777af9c1();
+#ifndef KERNELGEN_KG_DFLASH2_ABI_54ACFC5C_DECLARED  // declared once with the C header's declaration (<kernelgen/dflash2_c.h>)
+#define KERNELGEN_KG_DFLASH2_ABI_54ACFC5C_DECLARED
+extern "C" void kg_dflash2__abi__54acfc5c();
 #endif
 #if defined(__GNUC__)
-static void (*const kg_abi_cpp_kg_dflash2__abi__777af9c1)() __attribute__((used)) = &kg_dflash2__abi__777af9c1;
+static void (*const kg_abi_cpp_kg_dflash2__abi__54acfc5c)() __attribute__((used)) = &kg_dflash2__abi__54acfc5c;
 #endif
 // NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 

@@ -90,6 +90,7 @@ const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
 #define KG_ELEM_U8X4 28
 #define KG_ELEM_I8X4 29
 #define KG_ELEM_BOOL 30
+#define KG_ELEM_F32X3 31
 #endif
 
 /* Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches. */
@@ -108,12 +109,12 @@ const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
  * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
  * so linking or loading a library built from other specs fails with this symbol undefined.
  * Declared once with the C++ API header's declaration. */
-#ifndef KERNELGEN_KG_DFLASH2_ABI_777AF9C1_DECLARED
-#define KERNELGEN_KG_DFLASH2_ABI_777AF9C1_DECLARED
-void kg_dflash2__abi__777af9c1(void);
+#ifndef KERNELGEN_KG_DFLASH2_ABI_54ACFC5C_DECLARED
+#define KERNELGEN_KG_DFLASH2_ABI_54ACFC5C_DECLARED
+void kg_dflash2__abi__54acfc5c(void);
 #endif
 #if defined(__GNUC__)
-static void (*const kg_abi_c_kg_dflash2__abi__777af9c1)(void) __attribute__((used)) = &kg_dflash2__abi__777af9c1;
+static void (*const kg_abi_c_kg_dflash2__abi__54acfc5c)(void) __attribute__((used)) = &kg_dflash2__abi__54acfc5c;
 #endif
 
 #ifdef __cplusplus

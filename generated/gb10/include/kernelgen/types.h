@@ -153,6 +153,7 @@ enum ElemCode : uint8_t {
   kElem_u8x4 = 28,
   kElem_i8x4 = 29,
   kElem_bool = 30,
+  kElem_f32x3 = 31,
   kElemCount
 };
 
@@ -214,6 +215,7 @@ inline constexpr ElemInfo kElems[kElemCount] = {
     {"u8x4", 32, 1, 1, 2, {{kTorch_uint8, 0, 0, 1}}, {{1, 8, 1, 1}}, {{"|u1", 1}, {"<u1", 1}}, 4, 4, 0},
     {"i8x4", 32, 1, 1, 2, {{kTorch_int8, 0, 0, 1}}, {{0, 8, 1, 1}}, {{"|i1", 1}, {"<i1", 1}}, 4, 4, 0},
     {"bool", 8, 1, 1, 1, {{kTorch_bool, 0, 0, 1}}, {{6, 8, 1, 1}}, {{"|b1", 1}}, 1, 0, 0},
+    {"f32x3", 96, 1, 1, 1, {{kTorch_float32, 0, 0, 1}}, {{2, 32, 1, 1}}, {{"<f4", 1}}, 3, 4, 0},
 };
 
 }  // namespace kg::types

@@ -25,7 +25,7 @@
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod dflash2_conv2 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_conv2__info, super::kg_ffi::kg_dflash2__abi__777af9c1);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_conv2__info, super::kg_ffi::kg_dflash2__abi__54acfc5c);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -106,7 +106,7 @@ pub mod dflash2_conv2 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_f32 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_f32__info, super::kg_ffi::kg_dflash2__abi__777af9c1);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_f32__info, super::kg_ffi::kg_dflash2__abi__54acfc5c);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -183,7 +183,7 @@ pub mod dflash2_topk16_f32 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__info, super::kg_ffi::kg_dflash2__abi__777af9c1);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__info, super::kg_ffi::kg_dflash2__abi__54acfc5c);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -268,7 +268,7 @@ pub mod dflash2_topk16_bf16 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_selector_walk {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_selector_walk__info, super::kg_ffi::kg_dflash2__abi__777af9c1);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_selector_walk__info, super::kg_ffi::kg_dflash2__abi__54acfc5c);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -354,7 +354,7 @@ pub mod dflash2_selector_walk {
 /// - `kg_dtypes_T`: `u32`, the element types accepted for T (`ANY_DTYPE`, or `dtype_bit(code)` ORed)
 pub mod dflash2_topk16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16__info, super::kg_ffi::kg_dflash2__abi__777af9c1);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16__info, super::kg_ffi::kg_dflash2__abi__54acfc5c);
 
     /// The chain itself, which plans and launches report when no member takes the element types.
     fn kg_fallback() -> crate::Kernel {
@@ -445,6 +445,6 @@ mod kg_ffi {
         pub fn kg_dflash2__dflash2_topk16__sizes(a_0: u32, a_1: u32, k_0: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_topk16__info() -> *const crate::kg_ffi::KernelInfo;
         /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
-        pub fn kg_dflash2__abi__777af9c1();
+        pub fn kg_dflash2__abi__54acfc5c();
     }
 }

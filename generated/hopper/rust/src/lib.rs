@@ -125,6 +125,7 @@ pub mod dtype {
     pub const U8X4: u32 = 28;
     pub const I8X4: u32 = 29;
     pub const BOOL: u32 = 30;
+    pub const F32X3: u32 = 31;
 }
 
 /// A `cudaStream_t`; null is the legacy default stream.
