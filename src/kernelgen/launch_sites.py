@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
@@ -105,9 +105,23 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     ``macros``: those of the source and its headers (default: those ``text`` defines), whose
     function-like ones are expanded in a launch's configuration and variables."""
     found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
-    callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*(<[^;{}]*>)?\s*$")
+    callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"<<<", text):
-        callee = callee_rx.search(text, max(0, m.start() - 300), m.start())
+        # the kernel's name, and its template arguments: the brackets matched backwards from <<<
+        # (if (n <= 256) k<T, 128><<<...: k, not n)
+        head = text[max(0, m.start() - 300):m.start()].rstrip()
+        targs_text = None
+        if head.endswith(">"):
+            depth, i = 0, len(head) - 1
+            while i >= 0:
+                depth += {">": 1, "<": -1}.get(head[i], 0)
+                if depth == 0 or head[i] in ";{}":
+                    break
+                i -= 1
+            if i < 0 or depth != 0:
+                continue
+            targs_text, head = head[i:], head[:i]
+        callee = callee_rx.search(head)
         end = text.find(">>>", m.end())
         if callee is None or end < 0:
             continue
@@ -118,7 +132,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         close = closing(text, paren.end())
         if close is None:
             continue
-        targs = split_top(callee.group(3)[1:-1]) if callee.group(3) else None
+        targs = split_top(targs_text[1:-1]) if targs_text else None
         found.append((m.start(), callee.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
                                                               split_top(text[paren.end():close])), None))
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
@@ -178,8 +192,113 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             site.config = [_expanded(c, macros) for c in site.written]
             if not site.config:
                 continue
-        out.setdefault(kernel_name, []).append(site)
+        host = _host_template(text, body[0]) if body is not None and site.template_args else None
+        if host is not None and any(re.search(rf"\b{p}\b", a) for p in host[1] for a in site.template_args or ()):
+            out.setdefault(kernel_name, []).extend(_instantiated(site, text, host, body[0]))
+        else:
+            out.setdefault(kernel_name, []).append(site)
     return out
+
+
+def _angle_close(text: str, start: int) -> int | None:
+    """Where the ``>`` closing the ``<`` just before ``start`` is (None past a ``;``, ``{`` or ``}``)."""
+    depth = 1
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in ";{}":
+            return None
+        depth += {"<": 1, ">": -1}.get(c, 0)
+        if depth == 0:
+            return i
+    return None
+
+
+def _host_template(text: str, head_end: int) -> tuple[str, list[str], dict[str, str]] | None:
+    """The name, template parameters and their defaults of the function template whose parameter
+    list ends at ``head_end``, or None where it is not a template."""
+    opening = _opening(text[:head_end])
+    name = re.search(r"([A-Za-z_]\w*)\s*$", text[:opening or 0])
+    if opening is None or name is None:
+        return None
+    start = max(text.rfind(c, 0, name.start()) for c in ";{}") + 1
+    head = re.match(r"\s*template\s*<", text[start:name.start()])
+    end = _angle_close(text, start + head.end()) if head else None
+    if head is None or end is None:
+        return None
+    names, defaults = [], {}
+    for p in split_top(text[start + head.end():end]):
+        decl, eq, default = p.partition("=")
+        word = re.findall(r"[A-Za-z_]\w*", decl)[-1:]
+        if word:
+            names.append(word[0])
+            if eq:
+                defaults[word[0]] = " ".join(default.split())
+    return name.group(1), names, defaults
+
+
+def _enclosing_params(text: str, pos: int) -> dict[str, str]:
+    """The parameters (name -> C++ type as written) of the function around ``pos``; none outside one."""
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", text[:pos]):
+        if m.group(0) == "{":
+            stack.append(m.start())
+        elif stack:
+            stack.pop()
+    body = _function_body(text, stack)
+    return _params(text, body[0]) if body is not None else {}
+
+
+def _instantiated(site: LaunchSite, text: str, host: tuple[str, list[str], dict[str, str]],
+                  head_end: int) -> list[LaunchSite]:
+    """``site`` (a launch whose template arguments use the template parameters of the function
+    template ``host`` that makes it) once for each set of those parameters' values the source gives
+    that function: its explicit instantiations and calls with template arguments (``template void
+    launch<float>(...);``, ``launch<half, 4>(...)``) and calls that leave them to deduction from
+    what they pass (``launch(xh, n)`` with ``const half* xh``), the defaults for the others, where
+    all of its parameters get one; ``site`` alone where none is given."""
+    name, params, defaults = host
+    own = _params(text, head_end)
+    bindings: list[dict[str, str]] = []
+
+    def deduce(binding: dict[str, str], call_args: list[str], caller: dict[str, str]) -> None:
+        for p in params:
+            if p in binding:
+                continue
+            for (_, written), arg in zip(own.items(), call_args):
+                if re.fullmatch(rf"(?:const\s+)?{p}(?:\s*\*)?(?:\s*(?:const|__restrict__|__restrict))*\s*&?", written):
+                    found = arg_type(caller, arg)
+                    if found is not None:
+                        binding[p] = found
+                        break
+
+    for m in re.finditer(rf"(?<![\w:.]){name}\s*(<)?", text):
+        if m.start() <= head_end <= m.end() + len(text[m.end():head_end]) and text.find("(", m.end()) == _opening(
+                text[:head_end]):
+            continue  # the definition itself
+        binding: dict[str, str] = {}
+        at = m.end()
+        if m.group(1):
+            end = _angle_close(text, m.end())
+            if end is None:
+                continue
+            binding = dict(zip(params, (" ".join(a.split()) for a in split_top(text[m.end():end]))))
+            at = end + 1
+        call = re.compile(r"\s*\(").match(text, at)
+        close = closing(text, call.end()) if call else None
+        if close is None:
+            continue
+        if len(binding) < len(params):
+            deduce(binding, split_top(text[call.end():close]), _enclosing_params(text, m.start()))
+            binding.update({p: d for p, d in defaults.items() if p not in binding})
+        if len(binding) == len(params) and binding not in bindings:
+            bindings.append(binding)
+    out = []
+    for binding in bindings:
+        def put(t: str) -> str:
+            return re.sub(r"\b[A-Za-z_]\w*\b", lambda w: binding.get(w.group(0), w.group(0)), t)
+        out.append(replace(site, template_args=[put(a) for a in site.template_args or ()],
+                           config=[put(c) for c in site.config], written=[put(c) for c in site.written]))
+    return out or [site]
 
 
 def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None:
@@ -512,7 +631,7 @@ def _int_params(params: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def arg_type(site: LaunchSite, text: str) -> str | None:
+def arg_type(site: LaunchSite | dict[str, str], text: str) -> str | None:
     """The C++ type (``const`` and pointers and references dropped) of what a launch passes as
     ``text``: a parameter of the launching function, a cast (``(const float*)a``,
     ``reinterpret_cast<float4*>(x)``) or a tensor's ``data_ptr<float>()``; None where not so read."""
@@ -521,7 +640,7 @@ def arg_type(site: LaunchSite, text: str) -> str | None:
         re.fullmatch(r"\(\s*((?:const\s+)?[A-Za-z_][\w:\s]*\*[\s*]*)\)\s*.+", text, re.S) or \
         re.fullmatch(r".*\.\s*(?:template\s+)?(?:data_ptr|data|mutable_data_ptr|const_data_ptr)\s*<\s*([^<>]+?)\s*>"
                      r"\s*\(\s*\)", text, re.S)
-    written = m.group(1) if m else site.param_types.get(text)
+    written = m.group(1) if m else (site if isinstance(site, dict) else site.param_types).get(text)
     if written is None:
         return None
     base = re.sub(r"[*&]|\b(?:const|volatile|__restrict__|__restrict)\b", " ", written)

@@ -386,6 +386,14 @@ void run_axpy(double* y, const double* x, double a, int n, cudaStream_t s) {
   axpy<double, true><<<(n + 127) / 128, 128, 0, s>>>(y, x, a, n);
 }
 
+template <typename T> __global__ void relu(T* x, int n) {}
+
+template <typename T> void launch_relu(T* x, int n, cudaStream_t s) {
+  if (n > 0) relu<T><<<(n + 255) / 256, 256, 0, s>>>(x, n);
+}
+template void launch_relu<float>(float*, int, cudaStream_t);
+template void launch_relu<__nv_bfloat16>(__nv_bfloat16*, int, cudaStream_t);
+
 __global__ void __cluster_dims__(2, 1, 1) pairs(float* p, int n) {}
 
 void run_pairs(float* p, int n, cudaStream_t s) { pairs<<<(n + 255) / 256 * 2, 256, 0, s>>>(p, n); }
@@ -431,6 +439,11 @@ def test_launch_forms(tmp_path: Path) -> None:
     assert "  axpy_false:\n" in text and "  axpy_true:\n" in text, text
     assert 'symbol: "axpy<{T}, false>"' in text and "      T: [f64]  # the source's launches" in text, text
 
+    # a launch in a function template: the instances the source instantiates that function with
+    relu = kernel_block(text, "relu")
+    assert "      T: [f32, bf16]  # the source's launches" in relu and '    grid: ["div_ceil(n, 256)", 1, 1]  # as' \
+        in relu, relu
+
     ks = {k.name: k for k in load_catalog(root).modules[0].kernels}
     env = {"rows": 70, "cols": 100}
     assert [int(evaluate(e, env)) for e in ks["transpose"].grid] == [4, 3, 1]
@@ -454,3 +467,37 @@ def test_passed_expressions_stand_where_they_are_whole() -> None:
     assert grid("(n + 1) * 2", "n + 1") == "n4 * 2"
     assert grid("n + 1 * 2", "n + 1") == "n + 2"  # n + (1 * 2)
     assert grid("n + 1 - 2", "n + 1") == "n4 - 2"
+
+
+def test_launches_in_function_templates_take_the_sources_instantiations() -> None:
+    """A launch inside a function template whose template arguments are that function's parameters
+    stands for each set of values the source gives the function: explicit instantiations, calls
+    with template arguments, calls deducing them from what they pass. A launch after a condition
+    on the same line is that kernel's (not a name inside the condition)."""
+    text = """
+    template <typename T> __global__ void relu(T* x, int n) {}
+    template <typename T> void launch_relu(T* x, int n, cudaStream_t s) {
+      relu<T><<<(n + 255) / 256, 256, 0, s>>>(x, n);
+    }
+    template void launch_relu<float>(float*, int, cudaStream_t);
+    template void launch_relu<half>(half*, int, cudaStream_t);
+
+    template <typename T, int BLOCK> __global__ void rowsum(const T* x, float* out, int cols) {}
+    template <typename T, int WIDE = 512>
+    void launch_rowsum(const T* x, float* out, int rows, int cols, cudaStream_t s) {
+      if (cols <= 256) rowsum<T, 128><<<rows, 128, 0, s>>>(x, out, cols);
+      else rowsum<T, WIDE><<<rows, WIDE, 0, s>>>(x, out, cols);
+    }
+    void run_all(const double* xd, const half* xh, float* out, int rows, int cols, cudaStream_t s) {
+      launch_rowsum<double, 1024>(xd, out, rows, cols, s);
+      launch_rowsum(xh, out, rows, cols, s);
+    }
+    """
+    assert [s.template_args for s in launch_sites(text, "relu")] == [["float"], ["half"]]
+    sites = launch_sites(text, "rowsum")
+    assert [(s.template_args, s.config[1], s.guard) for s in sites] == [
+        (["double", "128"], "128", "cols <= 256"), (["half", "128"], "128", "cols <= 256"),
+        (["double", "1024"], "1024", "!(cols <= 256)"), (["half", "512"], "512", "!(cols <= 256)")], sites
+    # a function template the source never instantiates: its launch as written
+    (lone,) = launch_sites("template <typename T> void f(T* x, int n) { k<T><<<n, 32>>>(x, n); }", "k")
+    assert lone.template_args == ["T"]
