@@ -125,6 +125,13 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         end = text.find(">>>", m.end())
         if callee is None or end < 0:
             continue
+        kernel_name = callee.group(2)
+        if targs_text is None:  # auto kernel = &k<T, true>; kernel<<<...>>>(...): the kernel it names
+            alias = ([None] + list(re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?{kernel_name}\s*=\s*&?\s*"
+                                               rf"(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(<[^;{{}}]*>)?\s*;",
+                                               text[max(0, m.start() - 3000):m.start()])))[-1]
+            if alias is not None:
+                kernel_name, targs_text = alias.group(1), alias.group(2)
         config = split_top(text[m.end():end])
         paren = re.compile(r"\s*\(").match(text, end + 3)
         if paren is None or len(config) < 2:
@@ -133,7 +140,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         if close is None:
             continue
         targs = split_top(targs_text[1:-1]) if targs_text else None
-        found.append((m.start(), callee.group(2), LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
+        found.append((m.start(), kernel_name, LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
                                                               split_top(text[paren.end():close])), None))
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())

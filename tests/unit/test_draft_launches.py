@@ -501,3 +501,22 @@ def test_launches_in_function_templates_take_the_sources_instantiations() -> Non
     # a function template the source never instantiates: its launch as written
     (lone,) = launch_sites("template <typename T> void f(T* x, int n) { k<T><<<n, 32>>>(x, n); }", "k")
     assert lone.template_args == ["T"]
+
+
+def test_a_launch_through_a_variable_naming_the_kernel() -> None:
+    """auto kernel = &k<...>; kernel<<<...>>>(...): a launch of k with those template arguments."""
+    text = """
+    template <typename T, bool kEven> __global__ void k(const T* x, int n) {}
+    void go(const float* x, int n, bool even, cudaStream_t s) {
+      if (even) {
+        auto kernel = &k<float, true>;
+        kernel<<<n, 128, 0, s>>>(x, n);
+      } else {
+        auto kernel = k<float, false>;
+        kernel<<<n, 64, 0, s>>>(x, n);
+      }
+    }
+    """
+    assert [(s.template_args, s.config[1], s.guard) for s in launch_sites(text, "k")] == [
+        (["float", "true"], "128", "even"), (["float", "false"], "64", "!(even)")]
+    assert launch_sites(text, "kernel") == []
