@@ -75,7 +75,7 @@ class LaunchSite:
     cooperative: bool = False  # launched by cudaLaunchCooperativeKernel
     # class-type variables of the launching function: name -> {member: value} from its braced
     # initializer (positional items by index "0", "1", ...; designated ones by name) and from
-    # assignments to its members after it (p.n = n;)
+    # assignments to its members after it (p.n = n;; "~n" where one changes it: p.n += 1)
     aggregates: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
@@ -278,9 +278,9 @@ def _instantiated(site: LaunchSite, text: str, host: tuple[str, list[str], dict[
                         binding[p] = found
                         break
 
+    definition = _opening(text[:head_end])
     for m in re.finditer(rf"(?<![\w:.]){name}\s*(<)?", text):
-        if m.start() <= head_end <= m.end() + len(text[m.end():head_end]) and text.find("(", m.end()) == _opening(
-                text[:head_end]):
+        if text.find("(", m.end()) == definition:
             continue  # the definition itself
         binding: dict[str, str] = {}
         at = m.end()
@@ -520,10 +520,12 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             passed[placeholder] = spec
     for var, spec in structs.items():  # names put into the members of a struct the kernel is passed
         order = (members or {}).get(spec, [])
-        for key, value in site.aggregates.get(var, {}).items():
+        items = site.aggregates.get(var, {})
+        changed = {k[1:] for k in items if k.startswith("~")}
+        for key, value in items.items():
             member = order[int(key)] if key.isdigit() and int(key) < len(order) else key
             bare = _uncast(value)
-            if member in order and _IDENT.fullmatch(bare):
+            if member in order and member not in changed and _IDENT.fullmatch(bare):
                 passed.setdefault(bare, f"{spec}.{member}")
     host: dict[str, str] = {}
     computed: dict[str, str] = {}
@@ -675,12 +677,18 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
             declared[m.group(1)] = end
     # components assigned after the declaration (grid.x = ...; the last assignment); one changed
     # otherwise (grid.x *= 2, ++grid.y) leaves the variable unread
+    # (grid = dim3(a, b); the components given again)
     for dim, at in declared.items():
-        for m in re.finditer(rf"(?<![\w.]){dim}\s*\.\s*([xyz])\s*((?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)\s*([^;]*);|"
-                             rf"(?:\+\+|--)\s*{dim}\s*\.", body[at:]):
-            if m.group(2) != "=":
+        for m in re.finditer(rf"(?<![\w.]){dim}\s*(?:\.\s*([xyz])\s*)?((?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)\s*"
+                             rf"([^;]*);|(?:\+\+|--)\s*{dim}\s*\.", body[at:]):
+            whole = m.group(2) == "=" and m.group(1) is None and re.fullmatch(
+                r"(?:dim3\s*)?([({])(.*)[)}]", (m.group(3) or "").strip(), re.S)
+            if m.group(2) != "=" or (m.group(1) is None and not whole):
                 site.dims.pop(dim, None)
                 break
+            if whole:
+                site.dims[dim] = [_expanded(d, macros) for d in split_top(whole.group(2))]
+                continue
             parts = site.dims[dim] + ["1"] * (3 - len(site.dims[dim]))
             parts["xyz".index(m.group(1))] = _expanded(m.group(3).strip(), macros)
             site.dims[dim] = parts
@@ -724,8 +732,10 @@ def _read_aggregates(body: str, site: LaunchSite) -> None:
             end = close
         elif m.group(3):  # Params p = ...; without braces: not an aggregate read here
             continue
-        for a in re.finditer(rf"(?<![\w.]){m.group(2)}\s*\.\s*([A-Za-z_]\w*)\s*=(?!=)\s*([^;]+);", body[end:]):
-            items[a.group(1)] = a.group(2).strip()
+        for a in re.finditer(rf"(?<![\w.]){m.group(2)}\s*\.\s*([A-Za-z_]\w*)\s*((?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                             rf"\+\+|--)\s*([^;]*);", body[end:]):
+            # p.n += 1: the member no longer holds a value put in (marked, "~n")
+            items[a.group(1) if a.group(2) == "=" else f"~{a.group(1)}"] = a.group(3).strip()
         site.aggregates[m.group(2)] = items
 
 

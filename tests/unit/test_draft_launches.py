@@ -520,3 +520,36 @@ def test_a_launch_through_a_variable_naming_the_kernel() -> None:
     assert [(s.template_args, s.config[1], s.guard) for s in launch_sites(text, "k")] == [
         (["float", "true"], "128", "even"), (["float", "false"], "64", "!(even)")]
     assert launch_sites(text, "kernel") == []
+
+
+def test_values_changed_after_they_are_given_are_not_read_as_given() -> None:
+    """A dim3 given again whole is read so; one changed otherwise, and a struct member changed by a
+    compound assignment, are not read as first given."""
+    text = """
+    void go(float* y, Params p, int n, int rows) {
+      dim3 grid(n);
+      grid = dim3(rows, 2);
+      dim3 block(64);
+      block.x *= 2;
+      Params q{y, rows};
+      q.n += 1;
+      Params r{y, rows};
+      k<<<grid, 32>>>(q, n);
+      k<<<grid, block>>>(q, n);
+      k<<<rows, 32>>>(r, n);
+      k<<<rows, 32>>>(q, n);
+    }
+    """
+    first, second, third, fourth = launch_sites(text, "k")
+    assert first.dims["grid"] == ["rows", "2"] and "block" not in second.dims
+    params = [("p", "params"), ("count", "i32")]
+    members = {"p": ["y", "n"]}
+    geo = geometry(first, params, {}, {"p", "count"}, members=members)
+    assert geo is not None and geo.grid == ("rows", "2", "1") and geo.host_args == [("rows", "i32")]
+    assert geometry(second, params, {}, {"p", "count"}, members=members) is None
+    # rows is what r's member n holds, and r is passed as p: p.n; q's n, changed after, is not rows
+    geo = geometry(third, params, {}, {"p", "count"}, members=members)
+    assert geo is not None and geo.grid == ("p.n", "1", "1") and geo.host_args == []
+    geo = geometry(fourth, params, {}, {"p", "count"}, members=members)
+    assert geo is not None and geo.grid == ("rows", "1", "1") and geo.host_args == [("rows", "i32")]
+    assert fourth.aggregates["q"] == {"0": "y", "1": "rows", "~n": "1"}
