@@ -1056,6 +1056,8 @@ class _Plan:
     notes: list[str] = field(default_factory=list)
     guessed: bool = True  # the axis values are guesses (no explicit instantiations)
     constants: dict[str, int] = field(default_factory=dict)  # the sources' integer constants
+    smem_max: int = 48 * 1024  # the most dynamic shared memory a launch may take (every target's opt-in)
+    unlaunched: Geometry | None = None  # a launch of the source's whose geometry launches for no values tried
     # an instantiation's template arguments as written: the arguments it fixes and its axis values
     values_of: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = \
         field(default_factory=dict)
@@ -1379,6 +1381,9 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     # Names: axes and arguments per kernel, then kernels (with instances and plan functions), then structs.
     public: set[str] = {"TARGET", "KILL_SWITCH"}
     plans = [_plan(g, scope, defined) for g in globs]
+    smem_max = _smem_limit(root)
+    for pl in plans:
+        pl.smem_max = smem_max
     what: dict[str, str] = {module: "the module's name"}
     for pl in plans:
         raw_args = {_clean(p.name) for p in pl.g.params}
@@ -1654,6 +1659,12 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
                 if driver else cx
             cy, cz = (cluster[1], cluster[2]) if cluster else (1, 1)
+            if pl.unlaunched is not None:
+                u = pl.unlaunched
+                body.append(f"    # check: the source's launch at line {u.line} (grid [{', '.join(u.grid)}], block "
+                            f"[{', '.join(u.block)}], shared memory {u.shared_mem or 0}) launches for none of the "
+                            f"values tried within every target's limits (1024 threads a block, {pl.smem_max} bytes "
+                            "of shared memory): a guess stands in for it")
             body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
             body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
             if cluster:
@@ -1762,15 +1773,17 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
                       dict.fromkeys(names, 1024)):
             env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
-            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster)
+            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster, pl.smem_max)
                    for trees, ints in per):
                 return geo, env, kinds
+        pl.unlaunched = pl.unlaunched or geo  # written, but beyond the targets' limits for every value tried
     return None
 
 
-def _launches(trees: list[expr.Node], env: dict[str, int], cluster: list[int] | None = None) -> bool:
-    """Whether grid, block (and shared memory) ``trees`` give a launch for ``env`` (a grid of whole
-    clusters, where ``cluster`` gives them)."""
+def _launches(trees: list[expr.Node], env: dict[str, int], cluster: list[int] | None = None,
+              smem_max: int = 48 * 1024) -> bool:
+    """Whether grid, block (and shared memory, at most ``smem_max`` bytes) ``trees`` give a launch
+    for ``env`` (a grid of whole clusters, where ``cluster`` gives them)."""
     try:
         vals = [int(expr.evaluate(t, env)) for t in trees]
     except expr.ExprError:
@@ -1778,7 +1791,7 @@ def _launches(trees: list[expr.Node], env: dict[str, int], cluster: list[int] | 
     grid, block, smem = vals[:3], vals[3:6], (vals[6] if len(vals) > 6 else 0)
     whole = cluster is None or all(g % c == 0 for g, c in zip(grid, cluster))
     return min(grid) >= 1 and min(block) >= 1 and block[0] * block[1] * block[2] <= 1024 and \
-        0 <= smem <= 48 * 1024 and whole
+        0 <= smem <= smem_max and whole
 
 
 def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:
@@ -1796,6 +1809,18 @@ def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[st
 # `kernelgen draft`: sources to spec files
 
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+
+
+def _smem_limit(root: Path | None) -> int:
+    """The dynamic shared memory every target of ``root``'s specs/targets.yaml lets a block opt in
+    to (the least of theirs), or 48 KB (what any launch may take) where they do not say."""
+    found = []
+    try:
+        text = ((root or Path.cwd()) / "specs" / "targets.yaml").read_text(encoding="utf-8")
+        found = [int(v) for v in re.findall(r"^\s+max_shared_mem_per_block_optin\s*:\s*(\d+)", text, re.M)]
+    except OSError:
+        pass
+    return max(48 * 1024, min(found)) if found else 48 * 1024
 
 
 def _project_names(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:

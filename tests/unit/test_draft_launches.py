@@ -394,6 +394,20 @@ template <typename T> void launch_relu(T* x, int n, cudaStream_t s) {
 template void launch_relu<float>(float*, int, cudaStream_t);
 template void launch_relu<__nv_bfloat16>(__nv_bfloat16*, int, cudaStream_t);
 
+__global__ void big_tile(const float* x, float* y, int n) { extern __shared__ float buf[]; }
+
+void run_big(const float* x, float* y, int n, cudaStream_t s) {
+  const int smem = 96 * 1024;
+  cudaFuncSetAttribute(big_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  big_tile<<<(n + 1023) / 1024, 256, smem, s>>>(x, y, n);
+}
+
+__global__ void huge_tile(const float* x, float* y, int n) { extern __shared__ float buf[]; }
+
+void run_huge(const float* x, float* y, int n, cudaStream_t s) {
+  huge_tile<<<(n + 1023) / 1024, 256, 200 * 1024, s>>>(x, y, n);
+}
+
 __global__ void __cluster_dims__(2, 1, 1) pairs(float* p, int n) {}
 
 void run_pairs(float* p, int n, cudaStream_t s) { pairs<<<(n + 255) / 256 * 2, 256, 0, s>>>(p, n); }
@@ -439,6 +453,13 @@ def test_launch_forms(tmp_path: Path) -> None:
     assert "  axpy_false:\n" in text and "  axpy_true:\n" in text, text
     assert 'symbol: "axpy<{T}, false>"' in text and "      T: [f64]  # the source's launches" in text, text
 
+    # shared memory past 48 KB, up to what every target lets a block opt in to (gb10's 99 KB)
+    big = kernel_block(text, "big_tile")
+    assert '    grid: ["div_ceil(n, 1024)", 1, 1]  # as the source' in big and "    shared_mem: 98304\n" in big, big
+    huge = kernel_block(text, "huge_tile")
+    assert "# as the source" not in huge and "    # check: the source's launch at line" in huge and \
+        "shared memory 204800) launches for none of the values tried within every target's limits (1024 threads " \
+        "a block, 101376 bytes of shared memory): a guess stands in for it\n" in huge, huge
     # a launch in a function template: the instances the source instantiates that function with
     relu = kernel_block(text, "relu")
     assert "      T: [f32, bf16]  # the source's launches" in relu and '    grid: ["div_ceil(n, 256)", 1, 1]  # as' \
