@@ -1663,8 +1663,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 u = pl.unlaunched
                 body.append(f"    # check: the source's launch at line {u.line} (grid [{', '.join(u.grid)}], block "
                             f"[{', '.join(u.block)}], shared memory {u.shared_mem or 0}) launches for none of the "
-                            f"values tried within every target's limits (1024 threads a block, {pl.smem_max} bytes "
-                            "of shared memory): a guess stands in for it")
+                            f"values tried (1 to 65536) within every target's limits (1024 threads a block, "
+                            f"{pl.smem_max} bytes of shared memory): a guess stands in for it")
             body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
             body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
             if cluster:
@@ -1734,7 +1734,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     arguments' members in order; ``counts``: host arguments read from struct fields, names the
     launch's own host arguments may not take), integer values for its
     arguments (and the host arguments it adds) for which every instance launches (the count
-    ``driver`` 1024 and the others 1, else every one 64, else 1024), and how many different
+    ``driver`` 1024 and the others 1, else every one 64, else 1024, else 65536), and how many different
     geometries its launches give; None where no launch gives one."""
     if not pl.g.sites:
         return None
@@ -1771,7 +1771,7 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         except expr.ParseError:
             continue
         for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
-                      dict.fromkeys(names, 1024)):
+                      dict.fromkeys(names, 1024), dict.fromkeys(names, 1 << 16)):
             env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
             if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster, pl.smem_max)
                    for trees, ints in per):

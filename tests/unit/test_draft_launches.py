@@ -408,6 +408,10 @@ void run_huge(const float* x, float* y, int n, cudaStream_t s) {
   huge_tile<<<(n + 1023) / 1024, 256, 200 * 1024, s>>>(x, y, n);
 }
 
+__global__ void chunked(const float* x, float* y, int n) {}
+
+void run_chunked(const float* x, float* y, int n, cudaStream_t s) { chunked<<<n / 4096, 256, 0, s>>>(x, y, n); }
+
 __global__ void __cluster_dims__(2, 1, 1) pairs(float* p, int n) {}
 
 void run_pairs(float* p, int n, cudaStream_t s) { pairs<<<(n + 255) / 256 * 2, 256, 0, s>>>(p, n); }
@@ -458,8 +462,11 @@ def test_launch_forms(tmp_path: Path) -> None:
     assert '    grid: ["div_ceil(n, 1024)", 1, 1]  # as the source' in big and "    shared_mem: 98304\n" in big, big
     huge = kernel_block(text, "huge_tile")
     assert "# as the source" not in huge and "    # check: the source's launch at line" in huge and \
-        "shared memory 204800) launches for none of the values tried within every target's limits (1024 threads " \
+        "shared memory 204800) launches for none of the values tried (1 to 65536) within every target's limits (1024 threads " \
         "a block, 101376 bytes of shared memory): a guess stands in for it\n" in huge, huge
+    # a grid of n / 4096 launches for larger values than the usual 1024
+    chunked = kernel_block(text, "chunked")
+    assert "    grid: [n // 4096, 1, 1]  # as the source" in chunked and '    examples: [{"n": 65536}]' in chunked
     # a launch in a function template: the instances the source instantiates that function with
     relu = kernel_block(text, "relu")
     assert "      T: [f32, bf16]  # the source's launches" in relu and '    grid: ["div_ceil(n, 256)", 1, 1]  # as' \
