@@ -1664,7 +1664,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append(f"    # check: the source's launch at line {u.line} (grid [{', '.join(u.grid)}], block "
                             f"[{', '.join(u.block)}], shared memory {u.shared_mem or 0}) launches for none of the "
                             f"values tried (1 to 65536) within every target's limits (1024 threads a block, "
-                            f"{pl.smem_max} bytes of shared memory): a guess stands in for it")
+                            f"{pl.smem_max} bytes of shared memory{', a grid of whole clusters' if cluster else ''}): "
+                            "a guess stands in for it")
             body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
             body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
             if cluster:
