@@ -25,7 +25,7 @@ kernel's parameters against it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernelgen import expr
@@ -1029,6 +1029,9 @@ class _Entry:
     fixed: dict[str, str]
     axes: list[list[str]]  # per axis (in template order), its values
     combos: list[tuple[str, ...]] | None = None  # the combinations, where not every one of the axes' values
+    # where the source's launches split the instances by the launching function's conditions: the
+    # condition (C++) this entry's are launched under ("" for those launched unconditionally)
+    guard: str | None = None
 
     def combinations(self) -> list[list[str]]:
         """The entry's instances' axis values, in order."""
@@ -1178,19 +1181,22 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                             "the spec cannot spell as an axis value): add its kernel by hand")
     if explicit:
         pl.guessed = False
-        groups: dict[tuple[tuple[str, str], ...], list[tuple[str, ...]]] = {}
+        guards = _guards(pl) if g.launched else {}
+        groups: dict[tuple[tuple[tuple[str, str], ...], str | None], list[tuple[str, ...]]] = {}
         for fixed, values in explicit:
-            rows = groups.setdefault(tuple(fixed.items()), [])
+            rows = groups.setdefault((tuple(fixed.items()), guards.get((tuple(fixed.items()), values))), [])
             if values not in rows:
                 rows.append(values)
-        for fixed_items, rows in groups.items():
+        for (fixed_items, guard), rows in groups.items():
             products = _products(rows)
             if len(products) == 1:
-                pl.entries.append(_Entry(dict(fixed_items), products[0]))
+                pl.entries.append(_Entry(dict(fixed_items), products[0], guard=guard))
                 continue
             # not every combination of the values: one kernel listing the combinations
             axes = [list(dict.fromkeys(r[j] for r in rows)) for j in range(len(pl.axes))]
-            pl.entries.append(_Entry(dict(fixed_items), axes, rows))
+            pl.entries.append(_Entry(dict(fixed_items), axes, rows, guard=guard))
+        # the ones launched unconditionally last: they take what the others' conditions leave
+        pl.entries.sort(key=lambda e: e.guard == "")
     else:
         values = []
         for t in pl.axes:
@@ -1200,6 +1206,21 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                 values.append([int_default(t)])
         pl.entries.append(_Entry({t.name: fixed_default(t) for t in fixed_params}, values))
     return pl
+
+
+def _guards(pl: _Plan) -> dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str]:
+    """Where the launching functions choose among the instances they launch with conditions that
+    differ between them (if / else, switch): each instance's (fixed arguments, axis values) ->
+    the condition it is launched under, C++ ("" where one of its launches has none); empty where
+    the conditions do not split the instances."""
+    where: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], list[str]] = {}
+    for site in pl.g.sites:
+        key = pl.values_of.get(tuple(" ".join(a.split()) for a in site.template_args or ()))
+        if key is not None:
+            where.setdefault(key, []).append(" ".join(site.guard.split()) if site.guard else "")
+    out = {k: "" if "" in v else " || ".join(dict.fromkeys(f"({c})" if len(set(v)) > 1 else c for c in v))
+           for k, v in where.items()}
+    return out if len(set(out.values())) > 1 else {}
 
 
 def _entry_type(spec: str, pl: _Plan, entry: _Entry) -> str:
@@ -1264,6 +1285,8 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
                     for a, v in zip(axes, c):
                         inst = inst.replace(f"{{{a}}}", v)
                     every.append(inst)
+        if _split(pl):  # the chain of the entries takes the family's name
+            every.append(fam)
         return kernels, patterns, every
 
     candidates = [_clean(base), _clean(full)] + [f"{_clean(base)}_{i}" for i in range(2, 50)]
@@ -1424,7 +1447,16 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     for pl in plans:
         body += _kernel_lines(pl, structs, layouts)
     lines.append("kernels:")
+    chains = [f"  {pl.family}: [{', '.join(pl.names)}]" for pl in plans if _split(pl)]
+    if chains:
+        body += ["fallbacks:  # the launching code's choice among a kernel's instances, by the conditions it launches "
+                 "them under"] + chains
     return "\n".join(lines + body) + "\n"
+
+
+def _split(pl: _Plan) -> bool:
+    """Whether the launching code's conditions split ``pl``'s instances into entries of their own."""
+    return len(pl.entries) > 1 and any(e.guard is not None for e in pl.entries)
 
 
 def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], scope: _Scope,
@@ -1531,6 +1563,10 @@ def _struct_counts(fields: list[tuple[str, _Member]], taken: set[str]) -> list[t
 def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[str, _Layout | str]) -> list[str]:
     g = pl.g
     body: list[str] = []
+    # the launching code's conditions split the instances: an entry each, with its applies_if, and a
+    # chain of them (draft() writes it)
+    split = _split(pl)
+    guarded: list[tuple[Geometry, dict[str, int], int] | None] = [None] * len(pl.entries)
     for i, (entry, kname, pattern) in enumerate(zip(pl.entries, pl.names, pl.patterns)):
         args = []
         for name, p in pl.args:
@@ -1564,8 +1600,11 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             if pattern is not None:
                 body.append(f"    instance_name: {_yaml_str(pattern)}")
         elif pl.axes:
-            body.append("    instantiate:" + ("  # the source instantiates only these combinations: one kernel each "
-                                               "for the others" if i == 0 and len(pl.entries) > 1 else ""))
+            body.append("    instantiate:" + (
+                "  # those the source launches under this condition: a kernel each for the others, a chain of them "
+                "in fallbacks" if i == 0 and _split(pl) else
+                "  # the source instantiates only these combinations: one kernel each for the others"
+                if i == 0 and len(pl.entries) > 1 else ""))
             for t, vals in zip(pl.axes, entry.axes):
                 aname = pl.axis_names[t.name]
                 why = pl.axis_notes.get(t.name, "")
@@ -1580,18 +1619,24 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append(f"      {aname}: [{', '.join(vals)}]  # {comment}" + (f"; {why}" if why else ""))
             if pattern is not None:
                 body.append(f"    instance_name: {_yaml_str(pattern)}")
-        if g.launched and pl.axes:
+        if g.launched and pl.axes and not split:
             body += _launch_conditions(pl, entry)
+        bools = [n for n, t, _ in args if t == "bool"]
         if i > 0:
             if [t for _, t, _ in args] != [t for _, t, _ in _first_args(pl, structs)]:  # integer types differ
                 body.append("    args:")
                 for n, t, note in args:
                     body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}" + (f"  # {note}" if note else ""))
+            if split:  # its own condition, and values that meet it (the others' host arguments too)
+                body += _condition_lines(entry, guarded[i])
+                own = guarded[i]
+                if own is not None and guarded[0] is not None:
+                    body.append(_examples_line({**{n: v for n, v in guarded[0][1].items() if n not in own[1]},
+                                                **own[1]}, bools))
             continue
         body.append("    args:" if args else "    args: {}")
         int_max = {n: _INT_MAX[t] for n, t, _ in args if t in _INT_MAX}
         ints = list(int_max)
-        bools = [n for n, t, _ in args if t == "bool"]
         for n, t, note in args:
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
@@ -1611,9 +1656,17 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                    if (cpp := _entry_struct(p, pl, entry)) is not None
                    and isinstance(lay := layouts.get(cpp), _Layout) and not lay.why}
         # (a count read from a struct field drives a launch's grid by the field's path)
-        launch = _launch(pl, args, int_max, next((w for n, _, w in counts if n == driver), driver),
-                         {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)}, members,
-                         {n for n, _, _ in counts})
+        launch_driver = next((w for n, _, w in counts if n == driver), driver)
+        read = {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)}
+        launch = _launch(pl, args, int_max, launch_driver, read, members, {n for n, _, _ in counts})
+        if split:  # every entry's launch under its condition; the host arguments of them all
+            guarded = [launch] + [_launch(pl, args, int_max, launch_driver, read, members, {n for n, _, _ in counts}, e)
+                                  for e in pl.entries[1:]]
+            if launch is not None:
+                union = {n: t for got in guarded if got is not None for n, t in got[0].host_args}
+                union.update(dict(launch[0].host_args))
+                launch = (replace(launch[0], host_args=list(union.items())), launch[1], launch[2])
+                guarded[0] = launch
         axis = pl.axis_names
         cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
         smem_line = None
@@ -1694,12 +1747,28 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    launch: {{{', '.join(modes)}}}  # {'; '.join(why)}")
         if smem_line:
             body.append(smem_line)
+        if split:
+            body += _condition_lines(entry, launch)
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
-        example = ", ".join([f"{_yaml_str(n)}: {v}" for n, v in values.items()] +
-                            [f"{_yaml_str(n)}: true" for n in bools])
-        body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
+        body.append(_examples_line(values, bools))
     return body
+
+
+def _condition_lines(entry: _Entry, launch: tuple[Geometry, dict[str, int], int] | None) -> list[str]:
+    """An entry's ``applies_if`` where the source launches its instances under a condition that its
+    launch's geometry writes as the spec's, else a line saying the condition to write."""
+    if not entry.guard:
+        return []
+    if launch is not None and launch[0].condition is not None:
+        return [f"    applies_if: [{_yaml_expr(launch[0].condition)}]  # as the source launches it"]
+    return [f"    # check: the source launches it where {entry.guard}: write that as applies_if (its examples "
+            "must meet it)"]
+
+
+def _examples_line(values: dict[str, int], bools: list[str]) -> str:
+    example = ", ".join([f"{_yaml_str(n)}: {v}" for n, v in values.items()] + [f"{_yaml_str(n)}: true" for n in bools])
+    return f"    examples: [{{{example}}}]  # check: argument values for which it launches"
 
 
 def _launch_conditions(pl: _Plan, entry: _Entry) -> list[str]:
@@ -1729,26 +1798,37 @@ def _launch_conditions(pl: _Plan, entry: _Entry) -> list[str]:
 
 def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int],
             driver: str | None, struct_fields: set[str], members: dict[str, list[str]],
-            counts: set[str]) -> tuple[Geometry, dict[str, int], int] | None:
+            counts: set[str], entry: _Entry | None = None) -> tuple[Geometry, dict[str, int], int] | None:
     """The geometry of the kernel's first launch in the source that the spec can say (reading
     only the struct fields ``struct_fields``: the drafted integer fields; ``members``: the struct
     arguments' members in order; ``counts``: host arguments read from struct fields, names the
     launch's own host arguments may not take), integer values for its
     arguments (and the host arguments it adds) for which every instance launches (the count
     ``driver`` 1024 and the others 1, else every one 64, else 1024, else 65536), and how many different
-    geometries its launches give; None where no launch gives one."""
-    if not pl.g.sites:
+    geometries its launches give; None where no launch gives one. With ``entry`` (default: the
+    first), its instances and, where the launching code's conditions split the instances, its
+    launches alone, under their condition (the geometry's ``condition``, which the values then
+    meet; None where none tried does)."""
+    entry = entry or (pl.entries[0] if pl.entries else None)
+    sites = pl.g.sites
+    if entry is not None and entry.guard is not None:
+        combos = {tuple(c) for c in entry.combinations()}
+        sites = [s for s in sites if (k := pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())))
+                 is not None and k[0] == tuple(entry.fixed.items()) and k[1] in combos]
+    if not sites:
         return None
     params = [(n, t) for n, t, _ in args]
     taken = {n for n, _, _ in args} | set(pl.axis_names.values()) | counts
     axes = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
             if t.kind == "int" and t.name in pl.axis_names}
     order = [pl.axis_names[t.name] for t in pl.axes]
-    instances = [dict(zip(order, combo)) for combo in (pl.entries[0].combinations() if pl.entries else [[]])]
+    instances = [dict(zip(order, combo)) for combo in (entry.combinations() if entry is not None else [[]])]
     types = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
              if t.kind == "type" and t.name in pl.axis_names}
-    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types, members) for site in pl.g.sites)
+    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types, members) for site in sites)
              if g is not None and all(_usable(n) for n, _ in g.host_args)]
+    if entry is None or not entry.guard:  # (a condition only where it tells the instances apart)
+        found = [replace(g, condition=None) for g in found]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})
     cluster = [int(c) for c in pl.g.cluster] if pl.g.cluster and all(c.isdigit() for c in pl.g.cluster) else None
 
@@ -1771,22 +1851,35 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
                    for inst in instances]
         except expr.ParseError:
             continue
-        for guess in ({n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
-                      dict.fromkeys(names, 1024), dict.fromkeys(names, 1 << 16)):
-            env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
-            if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster, pl.smem_max)
-                   for trees, ints in per):
-                return geo, env, kinds
+        guesses = [{n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
+                   dict.fromkeys(names, 1024), dict.fromkeys(names, 1 << 16)]
+        cond = None
+        if geo.condition is not None:  # values that meet the condition too: its numbers and those beside them
+            try:
+                cond = expr.parse(geo.condition, {**names, **fields, **dict.fromkeys(axes.values())}, expr.Ty.BOOL)
+            except expr.ParseError:
+                geo = replace(geo, condition=None)
+            near = sorted({max(1, int(c) + d) for c in re.findall(r"\b\d+\b", geo.condition or "") for d in (-1, 0, 1)})
+            guesses += [{n: (v if n == driver else 1) for n in names} for v in near]
+            guesses += [dict.fromkeys(names, v) for v in near]
+        for attempt in ((True, False) if cond is not None else (False,)):
+            for guess in guesses:
+                env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
+                if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster,
+                                 pl.smem_max, cond if attempt else None) for trees, ints in per):
+                    return (geo if attempt or cond is None else replace(geo, condition=None)), env, kinds
         pl.unlaunched = pl.unlaunched or geo  # written, but beyond the targets' limits for every value tried
     return None
 
 
 def _launches(trees: list[expr.Node], env: dict[str, int], cluster: list[int] | None = None,
-              smem_max: int = 48 * 1024) -> bool:
+              smem_max: int = 48 * 1024, condition: expr.Node | None = None) -> bool:
     """Whether grid, block (and shared memory, at most ``smem_max`` bytes) ``trees`` give a launch
-    for ``env`` (a grid of whole clusters, where ``cluster`` gives them)."""
+    for ``env`` (a grid of whole clusters, where ``cluster`` gives them; where ``condition`` holds)."""
     try:
         vals = [int(expr.evaluate(t, env)) for t in trees]
+        if condition is not None and not expr.evaluate(condition, env):
+            return False
     except expr.ExprError:
         return False
     grid, block, smem = vals[:3], vals[3:6], (vals[6] if len(vals) > 6 else 0)

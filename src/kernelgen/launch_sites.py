@@ -92,6 +92,7 @@ class Geometry:
     line: int
     computed: dict[str, str] = field(default_factory=dict)  # host arguments the launching function computes
     smem_text: str | None = None  # the launch's shared memory where the spec cannot say it (as written)
+    condition: str | None = None  # the condition the launching function launches it under, as the spec's
 
 
 def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[LaunchSite]:
@@ -593,10 +594,16 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             host, computed = before
         if smem == "0":
             smem = None
+    condition = None
+    if site.guard is not None:  # the names it adds are host arguments only where it is written
+        before = dict(host), dict(computed)
+        condition = _spec_expr(site.guard, scope, condition=True)
+        if condition is None:
+            host, computed = before
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
     return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
                     [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line,
-                    computed, (site.written or site.config)[2].strip() if smem_unread else None)
+                    computed, (site.written or site.config)[2].strip() if smem_unread else None, condition)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -758,7 +765,9 @@ def _sizeof(m: re.Match[str]) -> str:
 
 
 _TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*(?:\s*\.\s*[A-Za-z_]\w*)*)|"
-                    r"(<<|>>|[-+*/%(),]))")
+                    r"(<<|>>|&&|\|\||==|!=|<=|>=|[-+*/%(),<>!]))")
+# a condition's operators as the spec writes them
+_LOGIC = {"&&": "and", "||": "or", "!": "not", "==": "==", "!=": "!=", "<=": "<=", ">=": ">=", "<": "<", ">": ">"}
 
 
 @dataclass
@@ -777,9 +786,10 @@ class _Scope:
     passed: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _spec_expr(text: str, scope: _Scope, depth: int = 0) -> str | None:
+def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False) -> str | None:
     """C++ integer expression ``text`` as a spec expression, or None where it is not one the spec
-    can say (see :class:`_Scope` for the names it may use)."""
+    can say (see :class:`_Scope` for the names it may use); with ``condition``, a C++ condition
+    (comparisons, ``&&``, ``||``, ``!``) as a spec condition."""
     if depth > 8:
         return None
     variables, name, modified = scope.variables, scope.name, scope.modified
@@ -797,12 +807,12 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0) -> str | None:
         pos = m.end()
         num, word, op = m.groups()
         word = re.sub(r"\s+", "", word) if word else word
-        if num is not None:
-            out.append(name(str(int(num, 0))) or str(int(num, 0)))
+        if num is not None:  # (a number a launch gives an axis is that axis, but not in a condition)
+            out.append((None if condition else name(str(int(num, 0)))) or str(int(num, 0)))
         elif op is not None:
-            if op in ("<<", ">>"):
+            if op in ("<<", ">>") or (op in _LOGIC and not condition):
                 return None
-            out.append("//" if op == "/" else op)
+            out.append("//" if op == "/" else _LOGIC.get(op, op))
         else:
             assert word is not None
             bare = word.removeprefix("std::")

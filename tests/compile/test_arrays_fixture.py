@@ -495,7 +495,11 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
     assert '    shared_mem: "256 * 4"  # check: the bytes of its extern __shared__ float array\n' in spec, spec
     assert spec.count("symbol: \"fill_b_kernel<{B}>\"") == 1 and "fill_b_f32" not in spec, spec
     assert "      B: [8]  # the source's explicit instantiations\n" in spec, spec
-    assert "      block_size: [32, 1024]  # the source's launches" in spec, spec
+    # the if / else between the instances: a kernel each with its applies_if, and a chain of them
+    assert "      block_size: [32]  # the source's launches" in spec and "      block_size: [1024]  # the source's " \
+        "launches" in spec, spec
+    assert '    applies_if: ["ncols < 1024"]  # as the source' in spec and '    applies_if: ["not (ncols < 1024)"]' in spec
+    assert spec.endswith("\n  rows: [rows_1, rows_2]\n"), spec
     assert "    host_args:  # the launching function's integers the launch uses\n      nrows: i32\n" in spec, spec
     assert "    grid: [nrows, 1, 1]  # as the source's launch at line" in spec and "    block: [block_size, 1, 1]\n" \
         in spec, spec
@@ -507,12 +511,12 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
                           "import kernelgen_ops.hopper.drafted as m\n"
                           "print(m.bump.plan()['launched'], m.spelled_ints.plan(bias=1, n=1000)['grid'])\n"
                           "print(m.bump.__doc__.splitlines()[0])\n"
-                          "p = m.rows_1024.plan(ncols=4096, nrows=7)\n"
-                          "print(p['grid'], p['block'], m.rows_32.plan(ncols=100, nrows=3)['block'])\n"],
+                          "p = m.rows.plan(ncols=4096, nrows=7)\n"
+                          "print(p['kernel'], p['grid'], p['block'], m.rows.plan(ncols=100, nrows=3)['kernel'])\n"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["True (4, 1, 1)", "(*, stream=None) -> Outcome",
-                                       "(7, 1, 1) (1024, 1, 1) (32, 1, 1)"], res.stdout
+                                       "rows_1024 (7, 1, 1) (1024, 1, 1) rows_32"], res.stdout
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]

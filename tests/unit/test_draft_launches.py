@@ -167,16 +167,23 @@ def kernel_block(text: str, name: str) -> str:
 def test_geometry_from_launches(tmp_path: Path) -> None:
     root = project(tmp_path, {"csrc/ops.cu": SOURCE})
     text = write_and_load(root, ["csrc/ops.cu"])["ops"]
-    norm = kernel_block(text, "row_norm")
-    # instances from the launches' template arguments; the block follows the one each launch gives
-    assert "      block_size: [32, 1024]  # the source's launches; check: the dispatcher takes" in norm, norm
+    norm = kernel_block(text, "row_norm_1")
+    # instances from the launches' template arguments; the block follows the one each launch gives;
+    # the launching code's if / else between them: a kernel each with its condition as applies_if
+    # (values meeting it as the example), and a chain of them under the kernel's name
+    assert "      block_size: [32]  # the source's launches" in norm, norm
     assert "    host_args:  # the launching function's integers the launch uses\n      nrows: i32\n" in norm
     assert "    grid: [nrows, 1, 1]  # as the source's launch at line 12 gives it\n" \
         "    block: [block_size, 1, 1]\n" in norm
-    assert "    skip_if: [nrows == 0]\n    examples: [{ncols: 1024, nrows: 1}]" in norm, norm
-    # which instance the launching code takes where: said, for applies_if or a chain
-    assert "    # check: the source launches block_size 32 where ncols < 1024; block_size 1024 where " \
-        "!(ncols < 1024) (applies_if or a chain can say so)\n" in norm, norm
+    assert '    applies_if: ["ncols < 1024"]  # as the source launches it\n    skip_if: [nrows == 0]\n' \
+        "    examples: [{ncols: 64, nrows: 64}]" in norm, norm
+    norm2 = kernel_block(text, "row_norm_2")
+    assert "    extends: row_norm_1" in norm2 and "      block_size: [1024]  # the source's launches" in norm2
+    assert '    applies_if: ["not (ncols < 1024)"]  # as the source launches it\n' \
+        "    examples: [{ncols: 1024, nrows: 1}]" in norm2, norm2
+    assert text.endswith("fallbacks:  # the launching code's choice among a kernel's instances, by the conditions it "
+                         "launches them under\n  row_norm: [row_norm_1, row_norm_2]\n  soft_max: [soft_max_1, "
+                         "soft_max_2]\n"), text
     scale = kernel_block(text, "scale")
     assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in scale and "    block: [256, 1, 1]\n" in scale
     soft = kernel_block(text, "softmax_rows")
@@ -214,15 +221,17 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
 
     # a struct the kernel is passed: its fields (p.nrows_x); a variable set again after its
     # declaration (nth *= 2): a host argument; instances from the switch's launches
-    sm = kernel_block(text, "soft_max")
-    assert "      - {ncols_template: 32}\n      - {ncols_template: 0}\n" in sm or \
-        "      ncols_template: [32, 0]  # the source's launches" in sm, sm
+    sm = kernel_block(text, "soft_max_1")
+    assert "      ncols_template: [32]  # the source's launches" in sm, sm
     assert "      nth: i32  # check: the launching function computes it: WARP_SIZE, then set again\n" in sm, sm
     assert "    grid: [p.nrows_x, 1, 1]  # as the source" in sm and "    block: [nth, 1, 1]\n" in sm
-    assert '    shared_mem: "(div_ceil(p.ncols, 32) * 32 + 32) * 4"\n    skip_if: [p.nrows_x == 0]\n' in sm, sm
-    assert "p.nrows_x: 1, p.ncols: 1}]" in sm
-    assert "# check: the source launches ncols_template 32 where ncols_x == 32; ncols_template 0 where " \
-        "!(ncols_x == 32) (applies_if" in sm, sm
+    assert '    shared_mem: "(div_ceil(p.ncols, 32) * 32 + 32) * 4"\n' in sm, sm
+    # the switch's case: its condition over the struct's field that the local variable holds
+    assert '    applies_if: ["p.ncols == 32"]  # as the source launches it\n    skip_if: [p.nrows_x == 0]\n' \
+        "    examples: [{nth: 32, p.nrows_x: 32, p.ncols: 32}]" in sm, sm
+    sm2 = kernel_block(text, "soft_max_2")
+    assert '    applies_if: ["not (p.ncols == 32)"]  # as the source launches it\n' in sm2 and \
+        "p.nrows_x: 1, p.ncols: 1}]" in sm2, sm2
     # a field of a struct whose declaration the draft does not read: the guess (the spec has no such field)
     opaque = kernel_block(text, "opaque")
     assert "# as the source" not in opaque and "rows" not in opaque.split("args:")[1], opaque
@@ -246,6 +255,16 @@ def test_geometry_from_launches(tmp_path: Path) -> None:
     assert geo("scale", n=1000) == ((4, 1, 1), (256, 1, 1), 0)
     assert geo("gate_f32", d=300, num_tokens=9) == ((9, 1, 1), (300, 1, 1), 1200)
     assert geo("soft_max_32", nth=64, p_ncols=40, p_nrows_x=5) == ((5, 1, 1), (64, 1, 1), (64 + 32) * 4)
+    # the chains launch the instance the source's code takes
+    def applies(name: str, **env: int) -> bool:
+        return all(evaluate(c.expr, env) for c in ks[name].applies_if)
+
+    chains = {f.name: [m.kernel for m in f.members] for f in load_catalog(root).modules[0].fallbacks if not f.dispatch}
+    assert chains == {"row_norm": ["row_norm_32", "row_norm_1024"], "soft_max": ["soft_max_32", "soft_max_0"]}, chains
+    for ncols, want in ((100, "row_norm_32"), (1023, "row_norm_32"), (1024, "row_norm_1024"), (5000, "row_norm_1024")):
+        assert next(k for k in chains["row_norm"] if applies(k, ncols=ncols, nrows=1)) == want, ncols
+    for ncols, want in ((32, "soft_max_32"), (31, "soft_max_0"), (64, "soft_max_0")):
+        assert next(k for k in chains["soft_max"] if applies(k, p_ncols=ncols, p_nrows_x=1, nth=32)) == want, ncols
 
 
 def test_launch_site_reading() -> None:
