@@ -1862,9 +1862,11 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
             near = sorted({max(1, int(c) + d) for c in re.findall(r"\b\d+\b", geo.condition or "") for d in (-1, 0, 1)})
             guesses += [{n: (v if n == driver else 1) for n in names} for v in near]
             guesses += [dict.fromkeys(names, v) for v in near]
+        limit = {**int_max, **{n: 1 for n, t in geo.host_args if t == "bool"}}  # (a flag: 0 or 1)
+        guesses += [{**guess, **dict.fromkeys((n for n, t in geo.host_args if t == "bool"), 0)} for guess in guesses]
         for attempt in ((True, False) if cond is not None else (False,)):
             for guess in guesses:
-                env = {n: min(v, int_max.get(n, v)) for n, v in guess.items()}
+                env = {n: min(v, limit.get(n, v)) for n, v in guess.items()}
                 if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster,
                                  pl.smem_max, cond if attempt else None) for trees, ints in per):
                     return (geo if attempt or cond is None else replace(geo, condition=None)), env, kinds

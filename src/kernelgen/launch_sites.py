@@ -598,6 +598,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     if site.guard is not None:  # the names it adds are host arguments only where it is written
         before = dict(host), dict(computed)
         condition = _spec_expr(site.guard, scope, condition=True)
+        condition = _truthy(condition) if condition is not None else None
         if condition is None:
             host, computed = before
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
@@ -635,14 +636,14 @@ def _params(text: str, head_end: int) -> dict[str, str]:
 
 
 def _int_params(params: dict[str, str]) -> dict[str, str]:
-    """The integer ones of ``params`` (name -> C++ type), qualifiers dropped."""
+    """The integer (and bool) ones of ``params`` (name -> C++ type), qualifiers dropped."""
     out = {}
     for name, written in params.items():
         words = re.findall(r"[A-Za-z_]\w*", written)
         if any(c in written for c in "*&<[("):
             continue
         ty = [w for w in words if w not in _QUALIFIERS]
-        if ty and all(w in _INT_WORDS and w != "auto" for w in ty):
+        if ty and (all(w in _INT_WORDS and w != "auto" for w in ty) or ty == ["bool"]):
             out[name] = " ".join(ty)
     return out
 
@@ -916,6 +917,36 @@ def _stand_for_passed(text: str, passed: dict[str, list[str]]) -> str:
                 toks[i:i + len(expr)] = [placeholder]
             i += 1
     return " ".join(toks)
+
+
+def _truthy(condition: str) -> str | None:
+    """A spec condition in which an integer that C++ tests as a truth value (``if (wide)``, ``!n``,
+    ``n && m``) is compared with 0 (``wide != 0``), as the spec's integers are no truth values;
+    None where it is not one condition."""
+    import ast
+
+    try:
+        tree = ast.parse(condition, mode="eval")
+    except SyntaxError:
+        return None
+
+    wrapped = []
+
+    def test(node: ast.expr) -> ast.expr:
+        if isinstance(node, ast.BoolOp):
+            return ast.BoolOp(node.op, [test(v) for v in node.values])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            if not isinstance(node.operand, (ast.BoolOp, ast.UnaryOp, ast.Compare)):  # !wide: wide == 0
+                wrapped.append(node)
+                return ast.Compare(node.operand, [ast.Eq()], [ast.Constant(0)])
+            return ast.UnaryOp(node.op, test(node.operand))
+        if isinstance(node, ast.Compare):
+            return node
+        wrapped.append(node)
+        return ast.Compare(node, [ast.NotEq()], [ast.Constant(0)])
+
+    tested = test(tree.body)
+    return ast.unparse(tested) if wrapped else condition  # (as written where nothing needs it)
 
 
 def _join(tokens: list[str]) -> str:

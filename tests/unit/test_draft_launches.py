@@ -600,3 +600,22 @@ def test_values_changed_after_they_are_given_are_not_read_as_given() -> None:
     geo = geometry(fourth, params, {}, {"p", "count"}, members=members)
     assert geo is not None and geo.grid == ("rows", "1", "1") and geo.host_args == [("rows", "i32")]
     assert fourth.aggregates["q"] == {"0": "y", "1": "rows", "~n": "1"}
+
+
+def test_a_flag_of_the_launching_function_chooses_the_instance(tmp_path: Path) -> None:
+    """if (wide) k<512>... else k<128>...: the flag is a bool host argument, the conditions its
+    applies_if, the examples 1 and 0."""
+    source = """
+    template <int BLOCK> __global__ void pick(float* y, int n) {}
+    void run_pick(float* y, int n, bool wide, cudaStream_t s) {
+      if (wide) pick<512><<<(n + 511) / 512, 512, 0, s>>>(y, n);
+      else pick<128><<<(n + 127) / 128, 128, 0, s>>>(y, n);
+    }
+    """
+    root = project(tmp_path, {"csrc/pick.cu": source})
+    text = write_and_load(root, ["csrc/pick.cu"])["pick"]
+    first, second = kernel_block(text, "pick_1"), kernel_block(text, "pick_2")
+    assert "    host_args:  # the launching function's integers the launch uses\n      wide: bool\n" in first, first
+    assert '    applies_if: ["wide != 0"]  # as the source launches it\n' in first and "wide: 1}]" in first, first
+    assert '    applies_if: ["wide == 0"]  # as the source launches it\n' in second and "wide: 0}]" in second, second
+    assert text.endswith("  pick: [pick_1, pick_2]\n"), text
