@@ -1628,8 +1628,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 for n, t, note in args:
                     body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}" + (f"  # {note}" if note else ""))
             if split:  # its own condition, and values that meet it (the others' host arguments too)
-                body += _condition_lines(entry, guarded[i])
-                own = guarded[i]
+                own = guarded[i] if guarded[0] is not None else None  # (a guess before: said, not written)
+                body += _condition_lines(entry, own)
                 if own is not None and guarded[0] is not None:
                     body.append(_examples_line({**{n: v for n, v in guarded[0][1].items() if n not in own[1]},
                                                 **own[1]}, bools))

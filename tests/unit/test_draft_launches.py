@@ -619,3 +619,20 @@ def test_a_flag_of_the_launching_function_chooses_the_instance(tmp_path: Path) -
     assert '    applies_if: ["wide != 0"]  # as the source launches it\n' in first and "wide: 1}]" in first, first
     assert '    applies_if: ["wide == 0"]  # as the source launches it\n' in second and "wide: 0}]" in second, second
     assert text.endswith("  pick: [pick_1, pick_2]\n"), text
+
+
+def test_conditions_beside_a_guessed_geometry_are_said_not_written(tmp_path: Path) -> None:
+    """Where the first condition's launch cannot be written (a member call), every condition is a
+    check comment: an applies_if on a later kernel would not meet the guessed example."""
+    source = """
+    template <int BLOCK> __global__ void pick(float* y, int n) {}
+    void run_pick(torch::Tensor& t, int n) {
+      if (n < 100) pick<32><<<t.size(0), 32>>>(t.data_ptr<float>(), n);
+      else pick<256><<<(n + 255) / 256, 256>>>(t.data_ptr<float>(), n);
+    }
+    """
+    root = project(tmp_path, {"csrc/pick.cu": source})
+    text = write_and_load(root, ["csrc/pick.cu"])["pick"]
+    assert "applies_if:" not in text, text
+    assert "    # check: the source launches it where n < 100: write that as applies_if" in text, text
+    assert "    # check: the source launches it where !(n < 100): write that as applies_if" in text, text
