@@ -24,7 +24,9 @@ instead of the draft's guess:
   variable whose value the spec cannot compute (``input.numel() / d``) or which is set again
   before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives them);
 - the source's function-like macros are expanded where the configuration or a variable uses
-  them (``CEIL_DIV(n, 256)``);
+  them (``CEIL_DIV(n, 256)``), and where a launch is inside an invocation's arguments (a dispatch
+  macro: ``BOOL_SWITCH(c, kEven, [&] { k<kEven><<<...>>>(...); })``, whose branches' ``constexpr
+  static bool kEven = true;`` give the template argument its value);
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
   dropped, products of numbers folded); anything else (a member call such as ``x.size(0)``,
@@ -106,6 +108,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     ``macros``: those of the source and its headers (default: those ``text`` defines), whose
     function-like ones are expanded in a launch's configuration and variables."""
     found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
+    text = _expand_launching_macros(text, macros or macros_of(text))
     callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"<<<", text):
         # the kernel's name, and its template arguments: the brackets matched backwards from <<<
@@ -189,6 +192,12 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             site.param_types = _params(text, head_end)
             site.host_params = _int_params(site.param_types)
             _read_variables(text[body_start:pos], site, macros)
+            # a template argument that names a constexpr of the launching code (a dispatch macro's
+            # constexpr static bool IsEven = true;, the last declaration before the launch): its value
+            consts = {m.group(1): m.group(2) for m in _CONSTEXPR_LOCAL.finditer(text, body_start, pos)}
+            if consts and site.template_args:
+                site.template_args = [re.sub(r"\b[A-Za-z_]\w*\b", lambda w: consts.get(w.group(0), w.group(0)), a)
+                                      for a in site.template_args]
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
             _read_aggregates(text[body_start:pos], site)
         if cfg is not None and cfg.startswith("[]"):
@@ -206,6 +215,33 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         else:
             out.setdefault(kernel_name, []).append(site)
     return out
+
+
+_CONSTEXPR_LOCAL = re.compile(r"\bconstexpr\s+(?:static\s+)?(?:const\s+)?(?:bool|int|unsigned|auto|size_t|"
+                              r"u?int(?:8|16|32|64)_t)\s+([A-Za-z_]\w*)\s*=\s*(true|false|\d+)\s*;")
+
+
+def _expand_launching_macros(text: str, macros: Macros) -> str:
+    """``text`` with each invocation of a function-like macro whose arguments hold a launch expanded
+    in place (``BOOL_SWITCH(cond, IsEven, [&] { k<IsEven><<<...>>>(...); })``: the branches the
+    macro writes, each with its constexpr), on one line followed by the line breaks it spanned, so
+    that the lines after it keep their numbers."""
+    functions = macros[1]
+    if not functions or "<<<" not in text:
+        return text
+    out, pos = [], 0
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", text):
+        if m.start() < pos or m.group(1) not in functions:
+            continue
+        end = closing(text, m.end())
+        if end is None or "<<<" not in text[m.end():end]:
+            continue
+        expanded, failed = expand_macros(text[m.start():end + 1], ({}, functions))
+        if failed:
+            continue
+        out += [text[pos:m.start()], " ".join(expanded.split("\n")), "\n" * text.count("\n", m.start(), end + 1)]
+        pos = end + 1
+    return "".join(out) + text[pos:]
 
 
 def _angle_close(text: str, start: int) -> int | None:

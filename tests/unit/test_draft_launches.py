@@ -636,3 +636,37 @@ def test_conditions_beside_a_guessed_geometry_are_said_not_written(tmp_path: Pat
     assert "applies_if:" not in text, text
     assert "    # check: the source launches it where n < 100: write that as applies_if" in text, text
     assert "    # check: the source launches it where !(n < 100): write that as applies_if" in text, text
+
+
+def test_a_dispatch_macro_around_a_launch(tmp_path: Path) -> None:
+    """BOOL_SWITCH(cond, kIsEven, [&] { k<kIsEven><<<...>>>(...); }), the dispatch macro of
+    FlashAttention-style sources: expanded, its branches' constexpr give the instances, their
+    conditions the applies_if; the lines after it keep their numbers."""
+    source = """#define BOOL_SWITCH(COND, CONST_NAME, ...)      \\
+  [&] {                                         \\
+    if (COND) {                                 \\
+      constexpr static bool CONST_NAME = true;  \\
+      return __VA_ARGS__();                     \\
+    } else {                                    \\
+      constexpr static bool CONST_NAME = false; \\
+      return __VA_ARGS__();                     \\
+    }                                           \\
+  }()
+template <bool kEven> __global__ void even_k(float* y, int n) {}
+void run(float* y, int n, cudaStream_t s) {
+  BOOL_SWITCH(n % 4 == 0, kIsEven, [&] {
+    even_k<kIsEven><<<(n + 255) / 256, 256, 0, s>>>(y, n);
+  });
+}
+__global__ void after(float* y, int n) {}
+void run_after(float* y, int n) { after<<<n, 32>>>(y, n); }
+"""
+    sites = launch_sites(source, "even_k")
+    assert [(s.template_args, s.guard) for s in sites] == [(["true"], "n % 4 == 0"), (["false"], "!(n % 4 == 0)")]
+    assert [s.line for s in launch_sites(source, "after")] == [18]
+    root = project(tmp_path, {"csrc/even.cu": source})
+    text = write_and_load(root, ["csrc/even.cu"])["even"]
+    first, second = kernel_block(text, "even_k_true"), kernel_block(text, "even_k_false")
+    assert '    applies_if: ["n % 4 == 0"]  # as the source launches it\n' in first, first
+    assert '    applies_if: ["not (n % 4 == 0)"]  # as the source launches it\n' in second, second
+    assert "  even_k: [even_k_true, even_k_false]\n" in text, text
