@@ -844,8 +844,11 @@ def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, define
     """Whether template argument ``arg`` of a launch is a value the draft can take for ``t``: an
     element type, an integer (a literal or a constant), true / false (not a name of the launching
     function's, such as its own template parameter)."""
-    if t.kind == "type":
-        return CPP_TYPES.get(_resolve(scope.qualify(arg, namespace), scope.aliases)) in SPEC_ELEMS
+    if t.kind == "type":  # an element type, or a class type of the sources (Traits<128, 128>: fixed, not an axis)
+        head = re.match(r"\s*(?:::)?([A-Za-z_][\w:]*)\s*(<.*>)?\s*$", arg, re.S)
+        return CPP_TYPES.get(_resolve(scope.qualify(arg, namespace), scope.aliases)) in SPEC_ELEMS or (
+            head is not None and scope.find(head.group(1).split("::")[0], namespace) is not None
+            and re.sub(r"\s+", "", scope.qualify(head.group(1), namespace)).removeprefix("::") in scope.types)
     if t.kind == "int":
         return scope.value(arg, namespace, defined) is not None
     if t.kind == "bool":

@@ -670,3 +670,16 @@ void run_after(float* y, int n) { after<<<n, 32>>>(y, n); }
     assert '    applies_if: ["n % 4 == 0"]  # as the source launches it\n' in first, first
     assert '    applies_if: ["not (n % 4 == 0)"]  # as the source launches it\n' in second, second
     assert "  even_k: [even_k_true, even_k_false]\n" in text, text
+
+
+def test_a_class_type_template_argument_of_the_launches_is_fixed(tmp_path: Path) -> None:
+    """k<Cfg<64>, true> launched by the source (a traits class of its own as the type argument):
+    the symbol spells it, where a guess stood before."""
+    source = """
+    template <int N> struct Cfg { static constexpr int kThreads = N; };
+    template <typename Traits, bool kCausal> __global__ void attn(float* o, int n) {}
+    void run(float* o, int n, cudaStream_t s) { attn<Cfg<64>, true><<<n, 64, 0, s>>>(o, n); }
+    """
+    root = project(tmp_path, {"csrc/attn.cu": source})
+    text = write_and_load(root, ["csrc/attn.cu"])["attn"]
+    assert '    symbol: "attn<Cfg<64>, true>"\n' in text and '    grid: ["n", 1, 1]  # as the source' in text, text
