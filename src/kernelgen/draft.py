@@ -1605,7 +1605,7 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         elif pl.axes:
             body.append("    instantiate:" + (
                 "  # those the source launches under this condition: a kernel each for the others, a chain of them "
-                "in fallbacks" if i == 0 and _split(pl) else
+                "in fallbacks" if i == 0 and split else
                 "  # the source instantiates only these combinations: one kernel each for the others"
                 if i == 0 and len(pl.entries) > 1 else ""))
             for t, vals in zip(pl.axes, entry.axes):
@@ -1661,9 +1661,10 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         # (a count read from a struct field drives a launch's grid by the field's path)
         launch_driver = next((w for n, _, w in counts if n == driver), driver)
         read = {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)}
-        launch = _launch(pl, args, int_max, launch_driver, read, members, {n for n, _, _ in counts})
+        count_names = {n for n, _, _ in counts}
+        launch = _launch(pl, args, int_max, launch_driver, read, members, count_names)
         if split:  # every entry's launch under its condition; the host arguments of them all
-            guarded = [launch] + [_launch(pl, args, int_max, launch_driver, read, members, {n for n, _, _ in counts}, e)
+            guarded = [launch] + [_launch(pl, args, int_max, launch_driver, read, members, count_names, e)
                                   for e in pl.entries[1:]]
             if launch is not None:
                 union = {n: t for got in guarded if got is not None for n, t in got[0].host_args}
@@ -1735,11 +1736,11 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             values = {n: min(1024, int_max[n]) if n == driver else 1 for n in ints}
         modes, why = [], []
         if g.cooperative or any(site.cooperative for site in g.sites):
-            reason = "it syncs the whole grid (cooperative_groups)" if g.cooperative else \
-                "the source launches it with cudaLaunchCooperativeKernel"
+            what = "it syncs the whole grid" if g.cooperative else "the source launches it with " \
+                "cudaLaunchCooperativeKernel"
+            reason = what + (" (cooperative_groups)" if g.cooperative else "")
             if cluster:
-                body.append(f"    # check: {reason.split(' (')[0]} (a cooperative launch), which a cluster launch "
-                            "cannot be")
+                body.append(f"    # check: {what} (a cooperative launch), which a cluster launch cannot be")
             else:
                 modes.append("cooperative: true")
                 why.append(reason)

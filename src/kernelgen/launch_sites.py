@@ -4,9 +4,10 @@ A source that launches its kernels (``k<<<grid, block, smem, stream>>>(args)``,
 ``cudaLaunchKernelEx(&cfg, k, args...)`` with ``cfg``'s ``gridDim``, ``blockDim`` and
 ``dynamicSmemBytes`` set before it, or ``cudaLaunchKernel(k, grid, block, args, smem, stream)``
 and ``cudaLaunchCooperativeKernel`` with ``void* args[] = {&p, &n};`` declared before it) already
-says how the grid, the block and the dynamic shared memory follow from the arguments. This module
-reads such a launch and writes its geometry as spec expressions over the kernel's arguments,
-instead of the draft's guess:
+says how the grid, the block and the dynamic shared memory follow from the arguments, and under
+which condition it launches which instance. This module reads such a launch and writes its
+geometry and its condition as spec expressions over the kernel's arguments, instead of the
+draft's guess:
 
 - ``dim3`` and integer variables the launching function declares before the launch (``dim3
   grid(div, rows);``, ``const int threads = 256;``, ``int blocks = (n + threads - 1) /
@@ -15,23 +16,30 @@ instead of the draft's guess:
 - a name the launch passes to the kernel as an integer argument (``k<<<..>>>(out, in, n)``, also
   through a cast) becomes that argument's spec name, and so does an expression it passes (``n /
   4`` as ``n4``: ``(n / 4 + 127) / 128`` -> ``div_ceil(n4, 128)``, where the operators beside it
-  leave it whole); a field of a name it passes as a struct
-  argument that argument's field (``params.rows`` -> ``p.rows``), a name or number it gives an
-  integer template parameter that is an axis the axis (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``), a
-  constant of the sources (``#define``, ``constexpr``; qualified too, ``cfg::kThreads``,
-  ``Traits::kWarps``, by its last name) its value;
-- an integer parameter of the launching function that the kernel does not take, and an integer
-  variable whose value the spec cannot compute (``input.numel() / d``) or which is set again
-  before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives them);
+  leave it whole); a field of a name it passes as a struct argument becomes that argument's field
+  (``params.rows`` -> ``p.rows``), and so does a name the launching function puts into a member of
+  such a struct (``Params p{x, n};``, ``p.n = n;``); a name or number it gives an integer template
+  parameter that is an axis becomes the axis (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``), a constant
+  of the sources (``#define``, ``constexpr``; qualified too, ``cfg::kThreads``, by its last name)
+  its value;
+- an integer (or bool) parameter of the launching function that the kernel does not take, and an
+  integer variable whose value the spec cannot compute (``input.numel() / d``) or which is set
+  again before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives
+  them);
 - the source's function-like macros are expanded where the configuration or a variable uses
   them (``CEIL_DIV(n, 256)``), and where a launch is inside an invocation's arguments (a dispatch
   macro: ``BOOL_SWITCH(c, kEven, [&] { k<kEven><<<...>>>(...); })``, whose branches' ``constexpr
   static bool kEven = true;`` give the template argument its value);
+- a launch inside a function template whose template arguments are that function's stands for
+  each set of values the source gives the function (explicit instantiations, calls); a launch
+  through a variable naming the kernel (``auto kernel = &k<T, true>;``) is a launch of ``k``;
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
-  dropped, products of numbers folded); anything else (a member call such as ``x.size(0)``,
-  ``?:``, ``<<``, a float) in the grid or the block leaves the draft's guess in place, in the
-  shared memory a 0 marked ``check``.
+  dropped, products of numbers folded), and in the condition of the ``if`` / ``else`` / ``switch``
+  around the launch its comparisons and ``&&``, ``||``, ``!`` too (``and``, ``or``, ``not``; an
+  integer tested as a truth value compared with 0); anything else (a member call such as
+  ``x.size(0)``, ``?:``, ``<<``, a float) in the grid or the block leaves the draft's guess in
+  place, in the shared memory a 0 marked ``check``, in the condition a ``check`` comment.
 
 What is read is text, as the rest of the draft reads it: comments removed, no preprocessor
 conditionals evaluated, the launching function found as the outermost braces around the launch
@@ -107,7 +115,9 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     """Every launch in ``text`` (comment-free, literals blanked), by the kernel's last name;
     ``macros``: those of the source and its headers (default: those ``text`` defines), whose
     function-like ones are expanded in a launch's configuration and variables."""
-    found: list[tuple[int, str, LaunchSite, str | None]] = []  # (where, kernel, site, cudaLaunchConfig_t)
+    # (where, kernel, site, how its configuration or arguments are given: ("config", the
+    # cudaLaunchConfig_t variable), ("array", the argument array), or None: written in the launch)
+    found: list[tuple[int, str, LaunchSite, tuple[str, str] | None]] = []
     text = _expand_launching_macros(text, macros or macros_of(text))
     callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"<<<", text):
@@ -116,13 +126,8 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         head = text[max(0, m.start() - 300):m.start()].rstrip()
         targs_text = None
         if head.endswith(">"):
-            depth, i = 0, len(head) - 1
-            while i >= 0:
-                depth += {">": 1, "<": -1}.get(head[i], 0)
-                if depth == 0 or head[i] in ";{}":
-                    break
-                i -= 1
-            if i < 0 or depth != 0:
+            i = _opening(head, "<>")
+            if i is None or any(c in head[i:] for c in ";{}"):
                 continue
             targs_text, head = head[i:], head[:i]
         callee = callee_rx.search(head)
@@ -145,7 +150,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             continue
         targs = split_top(targs_text[1:-1]) if targs_text else None
         found.append((m.start(), kernel_name, LaunchSite(text.count("\n", 0, m.start()) + 1, targs, config,
-                                                              split_top(text[paren.end():close])), None))
+                                                         split_top(text[paren.end():close])), None))
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())
         args = split_top(text[m.end():close]) if close is not None else []
@@ -154,7 +159,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         if kernel is None or cfg is None:
             continue
         found.append((m.start(), kernel[0], LaunchSite(text.count("\n", 0, m.start()) + 1, kernel[1], [], args[2:]),
-                      cfg.group(1)))
+                      ("config", cfg.group(1))))
     # cudaLaunchKernel(k, grid, block, args, smem, stream): the arguments through an array of
     # their addresses that the launching function declares (void* args[] = {&p, &n};)
     for m in re.finditer(r"\bcudaLaunch(?:Cooperative)?Kernel\s*(?:<[^;{}()]*>)?\s*\(", text):
@@ -166,8 +171,9 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
         if kernel is None or array is None:
             continue
         config = [args[1], args[2], args[4] if len(args) > 4 else "0"]
-        found.append((m.start(), kernel[0], LaunchSite(text.count("\n", 0, m.start()) + 1, kernel[1], config, [],
-                                                       cooperative="Cooperative" in m.group(0)), f"[]{array.group(1)}"))
+        site = LaunchSite(text.count("\n", 0, m.start()) + 1, kernel[1], config, [],
+                          cooperative="Cooperative" in m.group(0))
+        found.append((m.start(), kernel[0], site, ("array", array.group(1))))
     found.sort(key=lambda f: f[0])
     # the source's function-like macros, expanded where a launch's configuration or a variable uses
     # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
@@ -177,7 +183,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     out: dict[str, list[LaunchSite]] = {}
     stack: list[int] = []
     b = 0
-    for pos, kernel_name, site, cfg in found:
+    for pos, kernel_name, site, via in found:
         while b < len(braces) and braces[b][0] < pos:
             if braces[b][1] == "{":
                 stack.append(braces[b][0])
@@ -200,12 +206,12 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
                                       for a in site.template_args]
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
             _read_aggregates(text[body_start:pos], site)
-        if cfg is not None and cfg.startswith("[]"):
-            site.call_args = _address_array(text[body[1] if body else 0:pos], cfg[2:])
+        if via is not None and via[0] == "array":
+            site.call_args = _address_array(text[body[1] if body else 0:pos], via[1])
             if site.call_args is None:
                 continue
-        elif cfg is not None:
-            site.written = _launch_config(text[body[1] if body else 0:pos], cfg)
+        elif via is not None:
+            site.written = _launch_config(text[body[1] if body else 0:pos], via[1])
             site.config = [_expanded(c, macros) for c in site.written]
             if not site.config:
                 continue
