@@ -830,7 +830,7 @@ def _completed(g: Global, site: LaunchSite) -> list[str] | None:
         if t.kind == "type":
             for p, text in zip(g.params, site.call_args):
                 if p.spec is not None and p.spec.replace("const ", "") in (f"{{{t.name}}}", f"{{{t.name}}}*"):
-                    value = arg_type(site, text)
+                    value = arg_type(site.param_types, text)
                     if value is not None:
                         break
         value = value or t.default

@@ -118,7 +118,8 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     # (where, kernel, site, how its configuration or arguments are given: ("config", the
     # cudaLaunchConfig_t variable), ("array", the argument array), or None: written in the launch)
     found: list[tuple[int, str, LaunchSite, tuple[str, str] | None]] = []
-    text = _expand_launching_macros(text, macros or macros_of(text))
+    every = macros or macros_of(text)
+    text = _expand_launching_macros(text, every)
     callee_rx = re.compile(r"(?<![\w:])((?:[A-Za-z_]\w*\s*::\s*)*)([A-Za-z_]\w*)\s*$")
     for m in re.finditer(r"<<<", text):
         # the kernel's name, and its template arguments: the brackets matched backwards from <<<
@@ -177,10 +178,13 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     found.sort(key=lambda f: f[0])
     # the source's function-like macros, expanded where a launch's configuration or a variable uses
     # them (CEIL_DIV(n, 256)); object-like ones stay names (constants, or a template argument's)
-    macros = ({}, (macros or macros_of(text))[1])
+    macros = ({}, every[1])
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
     out: dict[str, list[LaunchSite]] = {}
+    # per function template that launches (by the end of its parameter list): the values the
+    # source gives its template parameters, found once for all of its launches
+    instances: dict[int, tuple[list[str], list[dict[str, str]]] | None] = {}
     stack: list[int] = []
     b = 0
     for pos, kernel_name, site, via in found:
@@ -215,9 +219,12 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             site.config = [_expanded(c, macros) for c in site.written]
             if not site.config:
                 continue
-        host = _host_template(text, body[0]) if body is not None and site.template_args else None
-        if host is not None and any(re.search(rf"\b{p}\b", a) for p in host[1] for a in site.template_args or ()):
-            out.setdefault(kernel_name, []).extend(_instantiated(site, text, host, body[0]))
+        if body is not None and site.template_args and body[0] not in instances:
+            host = _host_template(text, body[0])
+            instances[body[0]] = (host[1], _bindings(text, host, body[0])) if host is not None else None
+        given = instances.get(body[0]) if body is not None and site.template_args else None
+        if given is not None and any(re.search(rf"\b{p}\b", a) for p in given[0] for a in site.template_args or ()):
+            out.setdefault(kernel_name, []).extend(_instantiated(site, given[1]))
         else:
             out.setdefault(kernel_name, []).append(site)
     return out
@@ -298,14 +305,12 @@ def _enclosing_params(text: str, pos: int) -> dict[str, str]:
     return _params(text, body[0]) if body is not None else {}
 
 
-def _instantiated(site: LaunchSite, text: str, host: tuple[str, list[str], dict[str, str]],
-                  head_end: int) -> list[LaunchSite]:
-    """``site`` (a launch whose template arguments use the template parameters of the function
-    template ``host`` that makes it) once for each set of those parameters' values the source gives
-    that function: its explicit instantiations and calls with template arguments (``template void
-    launch<float>(...);``, ``launch<half, 4>(...)``) and calls that leave them to deduction from
-    what they pass (``launch(xh, n)`` with ``const half* xh``), the defaults for the others, where
-    all of its parameters get one; ``site`` alone where none is given."""
+def _bindings(text: str, host: tuple[str, list[str], dict[str, str]], head_end: int) -> list[dict[str, str]]:
+    """The sets of values the source gives the template parameters of the function template
+    ``host`` (whose parameter list ends at ``head_end``): its explicit instantiations and calls
+    with template arguments (``template void launch<float>(...);``, ``launch<half, 4>(...)``) and
+    calls that leave them to deduction from what they pass (``launch(xh, n)`` with ``const half*
+    xh``), the defaults for the others, where all of its parameters get one."""
     name, params, defaults = host
     own = _params(text, head_end)
     bindings: list[dict[str, str]] = []
@@ -342,6 +347,14 @@ def _instantiated(site: LaunchSite, text: str, host: tuple[str, list[str], dict[
             binding.update({p: d for p, d in defaults.items() if p not in binding})
         if len(binding) == len(params) and binding not in bindings:
             bindings.append(binding)
+    return bindings
+
+
+def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[LaunchSite]:
+    """``site`` (a launch whose template arguments use the template parameters of the function
+    template that makes it) once for each of ``bindings``, the values the source gives those
+    parameters (:func:`_bindings`), put into its template arguments and configuration; ``site``
+    alone where there are none."""
     out = []
     for binding in bindings:
         def put(t: str) -> str:
@@ -690,16 +703,17 @@ def _int_params(params: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def arg_type(site: LaunchSite | dict[str, str], text: str) -> str | None:
-    """The C++ type (``const`` and pointers and references dropped) of what a launch passes as
-    ``text``: a parameter of the launching function, a cast (``(const float*)a``,
+def arg_type(param_types: dict[str, str], text: str) -> str | None:
+    """The C++ type (``const`` and pointers and references dropped) of what a call passes as
+    ``text``: a parameter of the calling function (``param_types``, as :class:`LaunchSite` holds
+    them), a cast (``(const float*)a``,
     ``reinterpret_cast<float4*>(x)``) or a tensor's ``data_ptr<float>()``; None where not so read."""
     text = text.strip()
     m = re.fullmatch(r"(?:static_cast|reinterpret_cast|const_cast)\s*<\s*([^<>]+?)\s*>\s*\(.*\)", text, re.S) or \
         re.fullmatch(r"\(\s*((?:const\s+)?[A-Za-z_][\w:\s]*\*[\s*]*)\)\s*.+", text, re.S) or \
         re.fullmatch(r".*\.\s*(?:template\s+)?(?:data_ptr|data|mutable_data_ptr|const_data_ptr)\s*<\s*([^<>]+?)\s*>"
                      r"\s*\(\s*\)", text, re.S)
-    written = m.group(1) if m else (site if isinstance(site, dict) else site.param_types).get(text)
+    written = m.group(1) if m else param_types.get(text)
     if written is None:
         return None
     base = re.sub(r"[*&]|\b(?:const|volatile|__restrict__|__restrict)\b", " ", written)
@@ -913,13 +927,16 @@ _PRECEDENCE = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2}
 
 
 def _tokens(text: str) -> list[str] | None:
-    """``text``'s tokens (numbers, names, operators and brackets), or None where it has others."""
+    """``text``'s tokens as :func:`_spec_expr` reads them (numbers, names, arithmetic operators and
+    brackets), or None where it has others."""
     out, pos = [], 0
     while pos < len(text):
-        m = re.compile(r"\s*([A-Za-z_][\w:]*(?:\s*\.\s*[A-Za-z_]\w*)*|\d\w*|[-+*/%(),])").match(text, pos)
+        m = _TOKEN.match(text, pos)
         if m is None:
             return None if text[pos:].strip() else out
-        out.append(re.sub(r"\s+", "", m.group(1)))
+        if m.group(3) is not None and m.group(3) not in "-+*/%(),":
+            return None
+        out.append(re.sub(r"\s+", "", m.group(0)))
         pos = m.end()
     return out
 
