@@ -460,7 +460,9 @@ def _base_name(symbol: str) -> str:
     return symbol.split("<", 1)[0].split("::")[-1].strip()
 
 
-_SOURCE_INCLUDE = re.compile(r'^#include "(?P<path>[^"]+)"', re.M)
+# a generated translation unit's includes that may be the project's sources (which it includes as
+# <path>, from the project root; a path the project does not have is passed over)
+_SOURCE_INCLUDE = re.compile(r'^#include [<"](?P<path>[^">]+\.(?:cu|cuh|h|hpp))[">]', re.M)
 
 
 def _global_names_hint(missing: str, generated: str, root: Path) -> str:

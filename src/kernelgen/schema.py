@@ -639,7 +639,8 @@ MODULE = Struct(
               "Longer free text about the module, after the summary in the Python module's docstring."),
         Field("sources", list_of(SOURCE, 1, unique=True), True,
               "The CUDA files defining the kernels, relative to the project root (`.cu`, `.cuh`, `.h`, `.hpp`). "
-              "They are `#include`d, in order, into the module's generated launcher file."),
+              "They are `#include`d, in order, into the module's generated launcher file, as `<path>` from the "
+              "project root (a source at a generated header's path, `<package>/<module>.h`, is refused)."),
         Field("kill_switch", ENV_NAME, False,
               "An environment variable whose presence, read on the module's first use (and again after "
               "`refresh()`), makes every launcher of the module report \"not launched: kill switch\". Names "

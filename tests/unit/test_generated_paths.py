@@ -117,3 +117,20 @@ def test_names_that_only_look_alike_load(tmp_path: Path, capsys: pytest.CaptureF
     root = _project(tmp_path, ["types_ops", "runtimes", "probe"], capsys)
     assert [m.name for m in load_catalog(root).modules] == ["probe", "runtimes", "types_ops"]
     assert main(["--root", str(root), "generate"]) == 0
+
+
+def test_a_source_at_the_path_of_a_generated_header_is_refused_at_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The launchers include their sources from the include path, where the generated headers come
+    first: a source at a generated header's path (pathops/scale.h in package pathops) would never be
+    the one included."""
+    root = _project(tmp_path, ["scale"], capsys, namespace=None)
+    (root / "pathops").mkdir()
+    (root / "pathops" / "scale.h").write_text((root / "kernels" / "scale.cu").read_text())
+    spec = root / "specs" / "scale.yaml"
+    spec.write_text(re.sub(r"^sources:.*$", "sources: [pathops/scale.h]", spec.read_text(), flags=re.M))
+    with pytest.raises(SpecError) as exc:
+        load_catalog(root)
+    assert ("sources: source pathops/scale.h has the path of generated/gb10/include/pathops/scale.h (module "
+            "'scale'), which comes first on the launchers' include path: they would include it instead of the "
+            "source (move or rename the source)") in str(exc.value), str(exc.value)

@@ -171,7 +171,7 @@ def test_a_module_with_no_kernel_on_a_target_leaves_its_sources_out_of_it(tmp_pa
     from kernelgen.emit import render_catalog
 
     files = render_catalog(load_catalog(_project(tmp_path, "fixed", ["hopper"])))
-    included = {t: '#include "kernels/demo.cu"' in files[f"generated/{t}/src/demo.cu"]
+    included = {t: "#include <kernels/demo.cu>" in files[f"generated/{t}/src/demo.cu"]
                 for t in ("ampere", "hopper", "blackwell")}
     assert included == {"ampere": False, "hopper": True, "blackwell": False}
     assert 'KERNELGEN_TARGET_NAME="hopper" KERNELGEN_TARGET_CC=90' in files["generated/hopper/CMakeLists.txt"]

@@ -306,8 +306,9 @@ int32_t kg_sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint
 
 }  // namespace kernelgen::attn_prefill_fa128
 
-// ---- kernel sources (specs/attn_prefill_fa128.yaml)
-#include "kernels/attention/attn_prefill_fa128.cu"
+// ---- kernel sources (specs/attn_prefill_fa128.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/attention/attn_prefill_fa128.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -86,8 +86,9 @@ int32_t kg_sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab,
 
 }  // namespace kernelgen::batched_embed
 
-// ---- kernel sources (specs/batched_embed.yaml)
-#include "kernels/dflash/batched_embed.cu"
+// ---- kernel sources (specs/batched_embed.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/batched_embed.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

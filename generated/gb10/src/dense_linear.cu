@@ -282,11 +282,12 @@ int32_t kg_sizes_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_
 
 }  // namespace kernelgen::dense_linear
 
-// ---- kernel sources (specs/dense_linear.yaml)
-#include "kernels/dflash/dense_gemv.cu"
-#include "kernels/dflash/dense_gemm.cu"
-#include "kernels/dflash/dense_gemm_pipelined.cu"
-#include "kernels/dflash/dense_gemm_tma.cu"
+// ---- kernel sources (specs/dense_linear.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/dense_gemv.cu>
+#include <kernels/dflash/dense_gemm.cu>
+#include <kernels/dflash/dense_gemm_pipelined.cu>
+#include <kernels/dflash/dense_gemm_tma.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -88,8 +88,9 @@ int32_t kg_sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size,
 
 }  // namespace kernelgen::fill_slots
 
-// ---- kernel sources (specs/fill_slots.yaml)
-#include "kernels/dflash/fill_slots.cu"
+// ---- kernel sources (specs/fill_slots.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/fill_slots.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

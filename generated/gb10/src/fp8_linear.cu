@@ -377,8 +377,9 @@ int32_t kg_sizes_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 
 }  // namespace kernelgen::fp8_linear
 
-// ---- kernel sources (specs/fp8_linear.yaml)
-#include "kernels/dflash/fp8_linear.cu"
+// ---- kernel sources (specs/fp8_linear.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/fp8_linear.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

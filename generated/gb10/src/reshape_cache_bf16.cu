@@ -101,8 +101,9 @@ int32_t kg_sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, 
 
 }  // namespace kernelgen::reshape_cache_bf16
 
-// ---- kernel sources (specs/reshape_cache_bf16.yaml)
-#include "kernels/dflash/reshape_cache_bf16.cu"
+// ---- kernel sources (specs/reshape_cache_bf16.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/reshape_cache_bf16.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

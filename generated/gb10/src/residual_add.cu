@@ -68,8 +68,9 @@ int32_t kg_sizes_residual_add_bf16(uint64_t n, int64_t* kg_sizes) {
 
 }  // namespace kernelgen::residual_add
 
-// ---- kernel sources (specs/residual_add.yaml)
-#include "kernels/dflash/residual_add.cu"
+// ---- kernel sources (specs/residual_add.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/residual_add.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

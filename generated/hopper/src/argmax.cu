@@ -91,8 +91,9 @@ int32_t kg_sizes_argmax_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
 
 }  // namespace kernelgen::argmax
 
-// ---- kernel sources (specs/argmax.yaml)
-#include "kernels/dflash/argmax.cu"
+// ---- kernel sources (specs/argmax.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/argmax.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

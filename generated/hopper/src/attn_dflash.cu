@@ -705,8 +705,9 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32
 
 }  // namespace kernelgen::attn_dflash
 
-// ---- kernel sources (specs/attn_dflash.yaml)
-#include "kernels/attention/dflash_attn.cu"
+// ---- kernel sources (specs/attn_dflash.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/attention/dflash_attn.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -354,8 +354,9 @@ int32_t kg_sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t n
 
 }  // namespace kernelgen::attn_prefill
 
-// ---- kernel sources (specs/attn_prefill.yaml)
-#include "kernels/attention/attn_prefill.cu"
+// ---- kernel sources (specs/attn_prefill.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/attention/attn_prefill.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -409,10 +409,11 @@ int32_t kg_sizes_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t 
 
 }  // namespace kernelgen::dflash2
 
-// ---- kernel sources (specs/dflash2.yaml)
-#include "kernels/dflash/dflash2_conv2.cu"
-#include "kernels/dflash/dflash2_topk16.cu"
-#include "kernels/dflash/dflash2_selector_walk.cu"
+// ---- kernel sources (specs/dflash2.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/dflash2_conv2.cu>
+#include <kernels/dflash/dflash2_topk16.cu>
+#include <kernels/dflash/dflash2_selector_walk.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

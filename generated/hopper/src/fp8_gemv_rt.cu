@@ -2370,9 +2370,10 @@ int32_t kg_sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uin
 
 }  // namespace kernelgen::fp8_gemv_rt
 
-// ---- kernel sources (specs/fp8_gemv_rt.yaml)
-#include "kernels/dflash/fp8_gemv_rt.cu"
-#include "kernels/dflash/fp8_gemv_tma.cu"
+// ---- kernel sources (specs/fp8_gemv_rt.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/fp8_gemv_rt.cu>
+#include <kernels/dflash/fp8_gemv_tma.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

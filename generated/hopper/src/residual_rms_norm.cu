@@ -87,8 +87,9 @@ int32_t kg_sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden, int64_t*
 
 }  // namespace kernelgen::residual_rms_norm
 
-// ---- kernel sources (specs/residual_rms_norm.yaml)
-#include "kernels/dflash/residual_rms_norm.cu"
+// ---- kernel sources (specs/residual_rms_norm.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/residual_rms_norm.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -86,8 +86,9 @@ int32_t kg_sizes_rms_norm_bf16(uint32_t rows, uint32_t hidden, int64_t* kg_sizes
 
 }  // namespace kernelgen::rms_norm
 
-// ---- kernel sources (specs/rms_norm.yaml)
-#include "kernels/dflash/rms_norm.cu"
+// ---- kernel sources (specs/rms_norm.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/rms_norm.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -105,8 +105,9 @@ int32_t kg_sizes_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t 
 
 }  // namespace kernelgen::rope_qwen3
 
-// ---- kernel sources (specs/rope_qwen3.yaml)
-#include "kernels/dflash/rope_qwen3.cu"
+// ---- kernel sources (specs/rope_qwen3.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/rope_qwen3.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

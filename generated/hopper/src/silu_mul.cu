@@ -87,8 +87,9 @@ int32_t kg_sizes_silu_mul_bf16(uint32_t rows, uint32_t inter, int64_t* kg_sizes)
 
 }  // namespace kernelgen::silu_mul
 
-// ---- kernel sources (specs/silu_mul.yaml)
-#include "kernels/dflash/silu_mul.cu"
+// ---- kernel sources (specs/silu_mul.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/silu_mul.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -509,8 +509,9 @@ int32_t kg_sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 
 }  // namespace kernelgen::w4a16_gemm
 
-// ---- kernel sources (specs/w4a16_gemm.yaml)
-#include "kernels/dflash/w4a16_gemm.cu"
+// ---- kernel sources (specs/w4a16_gemm.yaml), from the project root (<>: not from this file's folder,
+// whose launcher files may share a source's name)
+#include <kernels/dflash/w4a16_gemm.cu>
 
 // ---- the kernels the specs name, looked up from the global namespace as the specs spell them
 namespace {

@@ -109,7 +109,9 @@ def check_paths(catalog: Catalog) -> None:
     target's own files or a runtime header also produce (a module ``types``, ``runtime`` or
     ``lib``; modules ``probe`` and ``probe_c``) is a spec error at the module's name, as is a
     contract test file whose name another module's on another target has (see
-    :func:`_check_test_basenames`). Rendering checks the same again."""
+    :func:`_check_test_basenames`), and a source at the path of a generated or runtime header
+    (``myops/scale.h`` in package ``myops``: the include search would find the header first).
+    Rendering checks the same again."""
     with names.using(catalog.naming):
         _check_paths(catalog)
 
@@ -125,6 +127,13 @@ def _check_paths(catalog: Catalog) -> None:
                 if prev != f"module '{m.name}'":
                     raise SpecError(m.loc, "module", f"module '{m.name}' generates {path}, which {prev} also "
                                     "generates", "rename the module")
+        for m in catalog.modules:  # the launchers include the sources as <path>: the include folder first
+            for s in m.sources:
+                if f"include/{s}" in owner:
+                    raise SpecError(m.loc, "sources", f"source {s} has the path of generated/{t.name}/include/{s} "
+                                    f"({owner[f'include/{s}']}), which comes first on the launchers' include path: "
+                                    "they would include it instead of the source", "move or rename the source")
+        for m in catalog.modules:
             test = f"tests/test_{m.name}_{t.name}_contract.py"
             prev_test = tests.setdefault(test, (t.name, m))
             if prev_test[0] != t.name:
