@@ -24,11 +24,14 @@ kernel's parameters against it.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernelgen import expr
+from kernelgen.class_members import ClassTable
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
     Macros,
@@ -106,7 +109,7 @@ class Global:
     qualified: str  # with namespaces: what the spec's symbol spells
     params: list[Param]
     template: list[TemplateParam] = field(default_factory=list)
-    max_threads: str | None = None  # __launch_bounds__'s first argument (a literal or a template parameter)
+    max_threads: str | None = None  # __launch_bounds__'s first argument (a literal, a name, Traits::kN)
     cluster: tuple[str, str, str] | None = None  # __cluster_dims__: literals or integer template parameters
     line: int = 0
     # an extern __shared__ array its body declares: its element type as written, and the registry's
@@ -119,6 +122,8 @@ class Global:
     macro: str = ""  # the macro invocation that declares it, if any
     launched: bool = False  # its instances are those the source's launches give (no explicit instantiations)
     sites: list[LaunchSite] = field(default_factory=list)  # its launches (k<<<...>>>(...)) in the source
+    # the class types of the source and its headers: a traits class's members its launch bounds name
+    classes: ClassTable | None = None
 
 
 def _angle(text: str, start: int) -> str:
@@ -159,8 +164,9 @@ def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[Tem
 
 
 def _launch_bounds(head: str) -> str | None:
-    """The first argument of ``__launch_bounds__``: digits, or a name (a template parameter)."""
-    m = re.search(r"\b__launch_bounds__\s*\(\s*([0-9]+|[A-Za-z_]\w*)\s*[,)]", head)
+    """The first argument of ``__launch_bounds__``: digits, or a name (a template parameter, or a
+    class's member: ``Kernel_traits::kNThreads``)."""
+    m = re.search(r"\b__launch_bounds__\s*\(\s*([0-9]+|[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*[,)]", head)
     return m.group(1) if m else None
 
 
@@ -803,10 +809,14 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                 out[key].pdl |= pdl
                 if out[key].max_threads is None:
                     out[key].max_threads = threads
-    sites = launches(prepared[0].text, every)
+    # the class types of the sources and their headers, whose integer members launches name
+    every_text = [*(blank_literals(strip_comments(h)) for h in headers), *(p.text for p in prepared)]
+    classes = ClassTable("\n".join(every_text), defined)
+    sites = launches(prepared[0].text, every, classes)
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
         g.sites = sites.get(g.name, [])
+        g.classes = classes
         for site in g.sites:  # template arguments a launch leaves to deduction or to the defaults
             if g.template and len(site.template_args or ()) < len(g.template):
                 site.template_args = _completed(g, site)
@@ -1259,7 +1269,7 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
             if len({e.fixed.get(k) for e in pl.entries}) > 1]
 
     def word(text: str) -> str:
-        w = re.sub(r"\W+", "_", re.sub(r"\b\w+\s*::\s*", "", text)).strip("_").lower()
+        w = re.sub(r"(?:\W|_)+", "_", re.sub(r"\b\w+\s*::\s*", "", text)).strip("_").lower()
         return w[:-2] if w.endswith("_t") else w
 
     def names_for(fam: str) -> tuple[list[str], list[str | None], list[str]]:
@@ -1570,6 +1580,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
     # chain of them (draft() writes it)
     split = _split(pl)
     guarded: list[tuple[Geometry, dict[str, int], int] | None] = [None] * len(pl.entries)
+    # the first entry's launch, and how to read another entry's (with the first's arguments)
+    first: tuple[Geometry, dict[str, int], int] | None = None
+    launch_of: Callable[..., tuple[Geometry, dict[str, int], int] | None] | None = None
     for i, (entry, kname, pattern) in enumerate(zip(pl.entries, pl.names, pl.patterns)):
         args = []
         for name, p in pl.args:
@@ -1636,6 +1649,11 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 if own is not None and guarded[0] is not None:
                     body.append(_examples_line({**{n: v for n, v in guarded[0][1].items() if n not in own[1]},
                                                 **own[1]}, bools))
+            elif first is not None and launch_of is not None:  # its own launch's geometry, where that differs
+                body += _own_geometry(first, launch_of(entry), bools)
+            elif (threads_own := _bound_threads(g, entry)) != _bound_threads(g, pl.entries[0]) and threads_own[1]:
+                body.append(f"    block: [{threads_own[0]}, 1, 1]  # its __launch_bounds__({g.max_threads}) for this "
+                            "instance")
             continue
         body.append("    args:" if args else "    args: {}")
         int_max = {n: _INT_MAX[t] for n, t, _ in args if t in _INT_MAX}
@@ -1662,7 +1680,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         launch_driver = next((w for n, _, w in counts if n == driver), driver)
         read = {f"{n}.{m.name}" for n, m in int_fields if _usable(m.name)}
         count_names = {n for n, _, _ in counts}
-        launch = _launch(pl, args, int_max, launch_driver, read, members, count_names)
+        launch_of = functools.partial(_launch, pl, args, int_max, launch_driver, read, members, count_names)
+        launch = first = launch_of()
         if split:  # every entry's launch under its condition; the host arguments of them all
             guarded = [launch] + [_launch(pl, args, int_max, launch_driver, read, members, count_names, e)
                                   for e in pl.entries[1:]]
@@ -1708,9 +1727,7 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             driver = next((n for n in re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", geo.grid[0]) if n in values),
                           driver)
         else:
-            int_params = {t.name for t in g.template if t.kind == "int"}
-            threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
-                else "256"
+            threads, from_bound = _bound_threads(g, entry)
             threads = axis.get(threads, threads)
             cx = cluster[0] if cluster else "1"
             grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
@@ -1724,7 +1741,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                             f"{pl.smem_max} bytes of shared memory{', a grid of whole clusters' if cluster else ''}): "
                             "a guess stands in for it")
             body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
-            body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
+            body.append(f"    block: [{threads}, 1, 1]" + (
+                "  # check" if not from_bound else
+                f"  # its __launch_bounds__({g.max_threads}) for this instance" if threads != g.max_threads else ""))
             if cluster:
                 body.append(f"    cluster: [{', '.join(cluster)}]")
             if g.dynamic_smem is not None:
@@ -1757,6 +1776,41 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    skip_if: [{driver} == 0]")
         body.append(_examples_line(values, bools))
     return body
+
+
+def _bound_threads(g: Global, entry: _Entry) -> tuple[str, bool]:
+    """The block size an entry of ``g`` drafts without a launch to read: its ``__launch_bounds__``,
+    a literal, an integer template parameter, or a traits class's member evaluated with the
+    entry's template arguments (``Kernel_traits::kNThreads``); else 256. And whether it is the bound."""
+    bound = g.max_threads
+    if bound and not bound.isdigit() and g.classes is not None:
+        value = g.classes.put(re.sub(r"\b[A-Za-z_]\w*\b", lambda w: entry.fixed.get(w.group(0), w.group(0)),
+                                     bound)).strip()
+        bound = value if value.isdigit() else bound
+    if bound and (bound.isdigit() or bound in {t.name for t in g.template if t.kind == "int"}):
+        return bound, True
+    return "256", False
+
+
+def _own_geometry(first: tuple[Geometry, dict[str, int], int],
+                  own: tuple[Geometry, dict[str, int], int] | None, bools: list[str]) -> list[str]:
+    """The grid, block and shared memory lines of an entry that extends the first one (``first``'s
+    launch) but is launched with other geometry (``own``), with values it launches for; none where
+    its geometry is the first's, is not read, or uses host arguments the first does not declare."""
+    if own is None:
+        return []
+    geo, base = own[0], first[0]
+    if (geo.grid, geo.block, geo.shared_mem) == (base.grid, base.block, base.shared_mem) \
+            or not set(geo.host_args) <= set(base.host_args) or geo.smem_text is not None:
+        return []
+    where = f"as the source's launch at line {geo.line} gives it"
+    lines = [f"    grid: [{', '.join(map(_yaml_expr, geo.grid))}]  # {where}",
+             f"    block: [{', '.join(map(_yaml_expr, geo.block))}]",
+             f"    shared_mem: {_yaml_expr(geo.shared_mem) if geo.shared_mem is not None else 0}"]
+    driver = next((n for n in re.findall(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", geo.grid[0]) if n in own[1]), None)
+    if driver is not None:  # no work where the grid's first extent's integer is 0
+        lines.append(f"    skip_if: [{driver} == 0]")
+    return lines + [_examples_line(own[1], bools)]
 
 
 def _condition_lines(entry: _Entry, launch: tuple[Geometry, dict[str, int], int] | None) -> list[str]:
@@ -1815,10 +1869,12 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     meet; None where none tried does)."""
     entry = entry or (pl.entries[0] if pl.entries else None)
     sites = pl.g.sites
-    if entry is not None and entry.guard is not None:
+    if entry is not None and (entry.guard is not None or len(pl.entries) > 1):
         combos = {tuple(c) for c in entry.combinations()}
-        sites = [s for s in sites if (k := pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())))
-                 is not None and k[0] == tuple(entry.fixed.items()) and k[1] in combos]
+        own = [s for s in sites if (k := pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())))
+               is not None and k[0] == tuple(entry.fixed.items()) and k[1] in combos]
+        if own or entry.guard is not None:  # (entries of other fixed values: their own launches, where found)
+            sites = own
     if not sites:
         return None
     params = [(n, t) for n, t, _ in args]

@@ -52,6 +52,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from kernelgen.class_members import ClassTable, local_aliases
 from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
 
@@ -111,10 +112,13 @@ def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[Lau
     return launches(text, macros).get(name, [])
 
 
-def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSite]]:
+def launches(text: str, macros: Macros | None = None, classes: ClassTable | None = None) -> dict[str, list[LaunchSite]]:
     """Every launch in ``text`` (comment-free, literals blanked), by the kernel's last name;
     ``macros``: those of the source and its headers (default: those ``text`` defines), whose
-    function-like ones are expanded in a launch's configuration and variables."""
+    function-like ones are expanded in a launch's configuration and variables; ``classes``: the
+    class types of the source and its headers (default: those of ``text``), whose integer members
+    a launch names (``Kernel_traits::kNThreads``, the traits a function template is given) are
+    put in as their values."""
     # (where, kernel, site, how its configuration or arguments are given: ("config", the
     # cudaLaunchConfig_t variable), ("array", the argument array), or None: written in the launch)
     found: list[tuple[int, str, LaunchSite, tuple[str, str] | None]] = []
@@ -181,6 +185,7 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
     macros = ({}, every[1])
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
+    classes = classes if classes is not None else ClassTable(text)
     out: dict[str, list[LaunchSite]] = {}
     # per function template that launches (by the end of its parameter list): the values the
     # source gives its template parameters, found once for all of its launches
@@ -223,10 +228,11 @@ def launches(text: str, macros: Macros | None = None) -> dict[str, list[LaunchSi
             host = _host_template(text, body[0])
             instances[body[0]] = (host[1], _bindings(text, host, body[0])) if host is not None else None
         given = instances.get(body[0]) if body is not None and site.template_args else None
+        made = [site]
         if given is not None and any(re.search(rf"\b{p}\b", a) for p in given[0] for a in site.template_args or ()):
-            out.setdefault(kernel_name, []).extend(_instantiated(site, given[1]))
-        else:
-            out.setdefault(kernel_name, []).append(site)
+            made = _instantiated(site, given[1])
+        aliases = local_aliases(text[body[1]:pos]) if body is not None else {}
+        out.setdefault(kernel_name, []).extend(_with_members(s, classes, aliases) for s in made)
     return out
 
 
@@ -293,8 +299,8 @@ def _host_template(text: str, head_end: int) -> tuple[str, list[str], dict[str, 
     return name.group(1), names, defaults
 
 
-def _enclosing_params(text: str, pos: int) -> dict[str, str]:
-    """The parameters (name -> C++ type as written) of the function around ``pos``; none outside one."""
+def _enclosing_head(text: str, pos: int) -> int | None:
+    """The end of the parameter list of the function around ``pos``; None outside one."""
     stack: list[int] = []
     for m in re.finditer(r"[{}]", text[:pos]):
         if m.group(0) == "{":
@@ -302,10 +308,35 @@ def _enclosing_params(text: str, pos: int) -> dict[str, str]:
         elif stack:
             stack.pop()
     body = _function_body(text, stack)
-    return _params(text, body[0]) if body is not None else {}
+    return body[0] if body is not None else None
 
 
-def _bindings(text: str, host: tuple[str, list[str], dict[str, str]], head_end: int) -> list[dict[str, str]]:
+def _enclosing_params(text: str, pos: int) -> dict[str, str]:
+    """The parameters (name -> C++ type as written) of the function around ``pos``; none outside one."""
+    head_end = _enclosing_head(text, pos)
+    return _params(text, head_end) if head_end is not None else {}
+
+
+def _through_caller(text: str, binding: dict[str, str], at: int, depth: int) -> list[dict[str, str]]:
+    """``binding``, the template arguments of a call at ``at``, with the template parameters of the
+    function template the call is in put into them, once per set of values the source gives those
+    (``run<Traits<128, T>>(p)`` in ``template <typename T> void run_128(...)``, instantiated for
+    half: ``Traits<128, half>``); ``binding`` alone where its values use none or get none."""
+    head_end = _enclosing_head(text, at) if depth < 3 else None
+    outer = _host_template(text, head_end) if head_end is not None else None
+    if outer is None or not any(re.search(rf"\b{p}\b", v) for p in outer[1] for v in binding.values()):
+        return [binding]
+    given = _bindings(text, outer, head_end, depth + 1)  # type: ignore[arg-type]
+    return [{k: _put(v, g) for k, v in binding.items()} for g in given] or [binding]
+
+
+def _put(text: str, binding: dict[str, str]) -> str:
+    """``text`` with the names of ``binding`` replaced by their values."""
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda w: binding.get(w.group(0), w.group(0)), text)
+
+
+def _bindings(text: str, host: tuple[str, list[str], dict[str, str]], head_end: int,
+              depth: int = 0) -> list[dict[str, str]]:
     """The sets of values the source gives the template parameters of the function template
     ``host`` (whose parameter list ends at ``head_end``): its explicit instantiations and calls
     with template arguments (``template void launch<float>(...);``, ``launch<half, 4>(...)``) and
@@ -345,23 +376,36 @@ def _bindings(text: str, host: tuple[str, list[str], dict[str, str]], head_end: 
         if len(binding) < len(params):
             deduce(binding, split_top(text[call.end():close]), _enclosing_params(text, m.start()))
             binding.update({p: d for p, d in defaults.items() if p not in binding})
-        if len(binding) == len(params) and binding not in bindings:
-            bindings.append(binding)
+        if len(binding) == len(params):
+            bindings.extend(b for b in _through_caller(text, binding, m.start(), depth) if b not in bindings)
     return bindings
+
+
+def _with_members(site: LaunchSite, classes: ClassTable, aliases: dict[str, str]) -> LaunchSite:
+    """``site`` with the integer members of class types it names put in as their values, and the
+    launching function's own type aliases (``aliases``) in its template arguments as their types
+    (``using Traits = Fwd_traits<64>; k<Traits><<<...``: ``k<Fwd_traits<64>>``, which the launchers
+    can name)."""
+    if not classes.classes and not aliases:
+        return site
+
+    def put(text: str) -> str:
+        return classes.put(text, aliases)
+    targs = [put(_put(a, aliases)) for a in site.template_args] if site.template_args is not None else None
+    return replace(site, template_args=targs,
+                   config=[put(c) for c in site.config], locals={k: put(v) for k, v in site.locals.items()},
+                   dims={k: [put(x) for x in v] for k, v in site.dims.items()})
 
 
 def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[LaunchSite]:
     """``site`` (a launch whose template arguments use the template parameters of the function
     template that makes it) once for each of ``bindings``, the values the source gives those
-    parameters (:func:`_bindings`), put into its template arguments and configuration; ``site``
-    alone where there are none."""
-    out = []
-    for binding in bindings:
-        def put(t: str) -> str:
-            return re.sub(r"\b[A-Za-z_]\w*\b", lambda w: binding.get(w.group(0), w.group(0)), t)
-        out.append(replace(site, template_args=[put(a) for a in site.template_args or ()],
-                           config=[put(c) for c in site.config], written=[put(c) for c in site.written]))
-    return out or [site]
+    parameters (:func:`_bindings`), put into its template arguments, configuration and the
+    variables it uses; ``site`` alone where there are none."""
+    return [replace(site, template_args=[_put(a, b) for a in site.template_args or ()],
+                    config=[_put(c, b) for c in site.config], written=[_put(c, b) for c in site.written],
+                    locals={k: _put(v, b) for k, v in site.locals.items()},
+                    dims={k: [_put(x, b) for x in v] for k, v in site.dims.items()}) for b in bindings] or [site]
 
 
 def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None:
