@@ -130,15 +130,11 @@ class ClassTable:
         return target
 
     def _evaluate(self, text: str, c: _Class, binding: dict[str, str], depth: int) -> int | None:
+        found = scan(_TOKEN, text)
+        if found is None:
+            return None
         tokens: list[str | int] = []
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                if text[pos:].strip():
-                    return None
-                break
-            pos = m.end()
+        for m in found:
             num, boolean, size, word, op = m.groups()
             if num is not None:
                 tokens.append(int(num, 0))
@@ -146,7 +142,7 @@ class ClassTable:
                 tokens.append(int(boolean == "true"))
             elif size is not None:
                 inner = " ".join(size[size.index("(") + 1:size.rindex(")")].split())
-                bytes_ = _size(self._type(inner, c, binding, depth))
+                bytes_ = type_size(self._type(inner, c, binding, depth))
                 if bytes_ is None:
                     return None
                 tokens.append(bytes_)
@@ -264,7 +260,20 @@ def _top_level(body: str) -> str:
     return "".join(out)
 
 
-def _size(cpp: str) -> int | None:
+def scan(rx: re.Pattern[str], text: str) -> list[re.Match[str]] | None:
+    """The consecutive matches of token pattern ``rx`` (which skips leading spaces) that make up
+    ``text``, or None where something else is left."""
+    out, pos = [], 0
+    while pos < len(text):
+        m = rx.match(text, pos)
+        if m is None:
+            return None if text[pos:].strip() else out
+        out.append(m)
+        pos = m.end()
+    return out
+
+
+def type_size(cpp: str) -> int | None:
     """The bytes of C++ type ``cpp`` where the registry or the table of library types knows it."""
     spec = CPP_TYPES.get(cpp)
     t = (ELEMS.get(spec) or SCALARS.get(spec)) if spec else None

@@ -52,9 +52,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from kernelgen.class_members import ClassTable, local_aliases
+from kernelgen.class_members import ClassTable, local_aliases, scan, type_size
 from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
-from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
+from kernelgen.types import CPP_TYPES, SCALARS
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 # integer types a launching function's parameters and variables are declared with
@@ -859,10 +859,10 @@ def _uncast(text: str) -> str:
 
 
 def _sizeof(m: re.Match[str]) -> str:
-    """``sizeof(T)`` as T's bytes where T is a type the registry knows, else as written."""
-    spec = CPP_TYPES.get(" ".join(m.group(1).split()))
-    t = (ELEMS.get(spec) or SCALARS.get(spec)) if spec else None
-    return str(t.bits // 8) if t is not None else m.group(0)
+    """``sizeof(T)`` as T's bytes where T is a type the registry (or a library's, ``cutlass::half_t``)
+    is, else as written."""
+    size = type_size(" ".join(m.group(1).split()))
+    return str(size) if size is not None else m.group(0)
 
 
 _TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*|([A-Za-z_][\w:]*(?:\s*\.\s*[A-Za-z_]\w*)*)|"
@@ -973,16 +973,10 @@ _PRECEDENCE = {"*": 3, "/": 3, "%": 3, "+": 2, "-": 2}
 def _tokens(text: str) -> list[str] | None:
     """``text``'s tokens as :func:`_spec_expr` reads them (numbers, names, arithmetic operators and
     brackets), or None where it has others."""
-    out, pos = [], 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            return None if text[pos:].strip() else out
-        if m.group(3) is not None and m.group(3) not in "-+*/%(),":
-            return None
-        out.append(re.sub(r"\s+", "", m.group(0)))
-        pos = m.end()
-    return out
+    found = scan(_TOKEN, text)
+    if found is None or any(m.group(3) is not None and m.group(3) not in "-+*/%()," for m in found):
+        return None
+    return [re.sub(r"\s+", "", m.group(0)) for m in found]
 
 
 def _loosest(tokens: list[str]) -> int:

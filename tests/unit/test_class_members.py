@@ -5,9 +5,11 @@ so."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from kernelgen.class_members import ClassTable, local_aliases
+from kernelgen.class_members import ClassTable, local_aliases, scan, type_size
 
 TRAITS = """
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, typename elem_type = half>
@@ -94,3 +96,11 @@ def test_put_replaces_the_members_a_launch_names(table: ClassTable) -> None:
 def test_local_aliases() -> None:
     body = "using KT = Fwd_traits<128, 64>; typedef typename KT::Element E; typedef Cfg<32> C;"
     assert local_aliases(body) == {"KT": "Fwd_traits<128, 64>", "E": "KT::Element", "C": "Cfg<32>"}
+
+
+def test_type_sizes_and_scanning() -> None:
+    assert (type_size("__nv_bfloat16"), type_size("cutlass::half_t"), type_size("double")) == (2, 2, 8)
+    assert type_size("SmemLayout") is None
+    rx = re.compile(r"\s*(\d+|[-+])")
+    assert [m.group(1) for m in scan(rx, " 1 + 22 ") or []] == ["1", "+", "22"]
+    assert scan(rx, "1 + x") is None
