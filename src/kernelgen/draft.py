@@ -49,7 +49,7 @@ from kernelgen.kernel_source import (
     split_top,
     strip_comments,
 )
-from kernelgen.launch_sites import Geometry, LaunchSite, arg_type, geometry, launches
+from kernelgen.launch_sites import Geometry, LaunchSite, arg_type, dispatched, geometry, launches
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
@@ -820,6 +820,8 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
         for site in g.sites:  # template arguments a launch leaves to deduction or to the defaults
             if g.template and len(site.template_args or ()) < len(g.template):
                 site.template_args = _completed(g, site)
+        # (a scalar_t deduced inside a PyTorch dispatch macro: each type the macro dispatches)
+        g.sites = [d for s in g.sites for d in dispatched(s)]
         if g.template and not g.instances:  # the template arguments its launches give, where plain
             g.instances = list(dict.fromkeys(
                 tuple(" ".join(a.split()) for a in s.template_args) for s in g.sites
@@ -1424,8 +1426,16 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     for pl in plans:
         raw_args = {_clean(p.name) for p in pl.g.params}
         taken_axes: set[str] = set(raw_args)
+        dispatches = [site.dispatch for site in pl.g.sites if site.dispatch is not None]
         for t in pl.axes:
             pl.axis_names[t.name], pl.axis_notes[t.name] = _axis_name(t.name, taken_axes)
+            if t.name == "scalar_t" and dispatches:
+                macros = " and ".join(sorted({m for m, _ in dispatches}))
+                sixteen = {"__half", "__nv_bfloat16"} & {ty for _, tys in dispatches for ty in tys}
+                pl.axis_notes[t.name] = "; ".join(filter(None, [
+                    f"the types the source's {macros} gives scalar_t" + (
+                        ", c10's Half and BFloat16 as CUDA's __half and __nv_bfloat16: check the kernel builds "
+                        "with those" if sixteen else ""), pl.axis_notes[t.name]]))
         taken = set(pl.axis_names.values())
         for p in pl.g.params:
             if p.spec and re.fullmatch(r"\{(\w+)\}", p.spec) and p.spec[1:-1] in pl.functors:
@@ -1626,7 +1636,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 why = pl.axis_notes.get(t.name, "")
                 if not pl.guessed:
                     comment = ("the source's launches" + ("; check: the dispatcher takes the first instance that "
-                                                          "launches (applies_if chooses)" if len(vals) > 1 else "")
+                                                          "launches (applies_if chooses)" if len(vals) > 1
+                                                          and t.kind != "type" else "")
                                if g.launched else "the source's explicit instantiations")
                 elif t.kind == "type":
                     comment = "check: the element types to build it for"

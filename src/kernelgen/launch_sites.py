@@ -84,6 +84,9 @@ class LaunchSite:
     param_types: dict[str, str] = field(default_factory=dict)  # every parameter: name -> C++ type as written
     guard: str | None = None  # the condition under which the launching function reaches it (C++), if any
     cooperative: bool = False  # launched by cudaLaunchCooperativeKernel
+    # inside a PyTorch dispatch macro (AT_DISPATCH_FLOATING_TYPES(...), AT_DISPATCH_CASE(...)): its
+    # name and the C++ types it gives scalar_t (put into the template arguments by dispatched())
+    dispatch: tuple[str, tuple[str, ...]] | None = None
     # class-type variables of the launching function: name -> {member: value} from its braced
     # initializer (positional items by index "0", "1", ...; designated ones by name) and from
     # assignments to its members after it (p.n = n;; "~n" where one changes it: p.n += 1)
@@ -192,6 +195,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
     instances: dict[int, tuple[list[str], list[dict[str, str]]] | None] = {}
     stack: list[int] = []
     b = 0
+    spans = _dispatch_spans(text)
     for pos, kernel_name, site, via in found:
         while b < len(braces) and braces[b][0] < pos:
             if braces[b][1] == "{":
@@ -232,8 +236,81 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
         if given is not None and any(re.search(rf"\b{p}\b", a) for p in given[0] for a in site.template_args or ()):
             made = _instantiated(site, given[1])
         aliases = local_aliases(text[body[1]:pos]) if body is not None else {}
+        made = [d for s in made for d in _dispatched(s, pos, spans)]
         out.setdefault(kernel_name, []).extend(_with_members(s, classes, aliases) for s in made)
     return out
+
+
+# PyTorch's dispatch macros: the scalar types each dispatches (c10::ScalarType names), and how many
+# further scalar types its leading arguments add (AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16,
+# x.scalar_type(), "name", [&] { ... }))
+_FLOATING = ("Double", "Float")
+_INTEGRAL = ("Byte", "Char", "Short", "Int", "Long")
+_AT_DISPATCH = {
+    "AT_DISPATCH_FLOATING_TYPES": (_FLOATING, 0),
+    "AT_DISPATCH_FLOATING_TYPES_AND_HALF": ((*_FLOATING, "Half"), 0),
+    "AT_DISPATCH_REDUCED_FLOATING_TYPES": (("Half", "BFloat16"), 0),
+    "AT_DISPATCH_INTEGRAL_TYPES": (_INTEGRAL, 0),
+    "AT_DISPATCH_ALL_TYPES": ((*_INTEGRAL, *_FLOATING), 0),
+    **{f"AT_DISPATCH_FLOATING_TYPES_AND{s}": (_FLOATING, n) for s, n in (("", 1), ("2", 2), ("3", 3))},
+    **{f"AT_DISPATCH_INTEGRAL_TYPES_AND{s}": (_INTEGRAL, n) for s, n in (("", 1), ("2", 2), ("3", 3))},
+    **{f"AT_DISPATCH_ALL_TYPES_AND{s}": ((*_INTEGRAL, *_FLOATING), n) for s, n in (("", 1), ("2", 2), ("3", 3))},
+}
+# the C++ type a kernel template is given for each scalar type (c10's Half and BFloat16 as CUDA's
+# own 16-bit types, which the launchers spell)
+_SCALAR_CPP = {"Double": "double", "Float": "float", "Half": "__half", "BFloat16": "__nv_bfloat16",
+               "Byte": "uint8_t", "Char": "int8_t", "Short": "int16_t", "Int": "int32_t", "Long": "int64_t",
+               "Bool": "bool"}
+
+
+def _scalar_type(text: str) -> str | None:
+    """The c10::ScalarType an argument names (``at::ScalarType::Half``, ``at::kHalf``, ``kBFloat16``)."""
+    last = re.sub(r"\s+", "", text).rsplit("::", 1)[-1]
+    name = last[1:] if re.fullmatch(r"k[A-Z]\w*", last) else last
+    return name if name in _SCALAR_CPP else None
+
+
+def _dispatch_spans(text: str) -> list[tuple[int, int, str, tuple[str, ...]]]:
+    """The calls of PyTorch's dispatch macros in ``text``: (where the arguments start and end, the
+    macro's name, the scalar types it dispatches); ``AT_DISPATCH_CASE(type, ...)`` the one type."""
+    out = []
+    for m in re.finditer(r"\b(AT_DISPATCH_\w+)\s*\(", text):
+        end = closing(text, m.end())
+        if end is None:
+            continue
+        if m.group(1) == "AT_DISPATCH_CASE":
+            args = split_top(text[m.end():end])
+            one = _scalar_type(args[0]) if args else None
+            if one is not None:
+                out.append((m.end(), end, m.group(1), (one,)))
+            continue
+        known = _AT_DISPATCH.get(m.group(1))
+        if known is None:
+            continue
+        extra = [_scalar_type(a) for a in split_top(text[m.end():end])[:known[1]]]
+        if all(extra):
+            out.append((m.end(), end, m.group(1), (*known[0], *(e for e in extra if e))))
+    return out
+
+
+def _dispatched(site: LaunchSite, pos: int, spans: list[tuple[int, int, str, tuple[str, ...]]]) -> list[LaunchSite]:
+    """``site`` (a launch at ``pos``) with the innermost dispatch macro call around it, if any, as
+    its ``dispatch``, once for each type it dispatches where its template arguments use
+    ``scalar_t`` (see :func:`dispatched`)."""
+    around = [s for s in spans if s[0] <= pos < s[1]]
+    if not around:
+        return [site]
+    _, _, macro, types = max(around, key=lambda s: s[0])
+    return dispatched(replace(site, dispatch=(macro, tuple(_SCALAR_CPP[ty] for ty in types))))
+
+
+def dispatched(site: LaunchSite) -> list[LaunchSite]:
+    """``site`` once for each C++ type its dispatch macro gives ``scalar_t``, put into its template
+    arguments; ``site`` alone where it is in none or they do not use ``scalar_t``."""
+    if site.dispatch is None or not any(re.search(r"\bscalar_t\b", a) for a in site.template_args or ()):
+        return [site]
+    return [replace(site, template_args=[_put(a, {"scalar_t": ty}) for a in site.template_args or ()])
+            for ty in site.dispatch[1]]
 
 
 _CONSTEXPR_LOCAL = re.compile(r"\bconstexpr\s+(?:static\s+)?(?:const\s+)?(?:bool|int|unsigned|auto|size_t|"
@@ -241,19 +318,24 @@ _CONSTEXPR_LOCAL = re.compile(r"\bconstexpr\s+(?:static\s+)?(?:const\s+)?(?:bool
 
 
 def _expand_launching_macros(text: str, macros: Macros) -> str:
-    """``text`` with each invocation of a function-like macro whose arguments hold a launch expanded
-    in place (``BOOL_SWITCH(cond, IsEven, [&] { k<IsEven><<<...>>>(...); })``: the branches the
-    macro writes, each with its constexpr), on one line followed by the line breaks it spanned, so
-    that the lines after it keep their numbers."""
+    """``text`` with each invocation of a function-like macro whose arguments hold a launch
+    (``BOOL_SWITCH(cond, IsEven, [&] { k<IsEven><<<...>>>(...); })``: the branches the macro
+    writes, each with its constexpr) or whose body does (``LAUNCH(8);`` with ``#define LAUNCH(w)
+    k<T, w><<<grid, block>>>(...)``: a launch where it is invoked) expanded in place, on one line
+    followed by the line breaks it spanned, so that the lines after it keep their numbers; the
+    definitions of the latter are blanked (a launch in a ``#define`` is none)."""
     functions = macros[1]
     if not functions or "<<<" not in text:
         return text
+    launching = {n for n, (_, body) in functions.items() if "<<<" in body}
+    if launching:
+        text = _DEFINE.sub(lambda d: "\n" * d.group(0).count("\n") if d.group(1) in launching else d.group(0), text)
     out, pos = [], 0
     for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", text):
         if m.start() < pos or m.group(1) not in functions:
             continue
         end = closing(text, m.end())
-        if end is None or "<<<" not in text[m.end():end]:
+        if end is None or ("<<<" not in text[m.end():end] and m.group(1) not in launching):
             continue
         expanded, failed = expand_macros(text[m.start():end + 1], ({}, functions))
         if failed:
@@ -261,6 +343,10 @@ def _expand_launching_macros(text: str, macros: Macros) -> str:
         out += [text[pos:m.start()], " ".join(expanded.split("\n")), "\n" * text.count("\n", m.start(), end + 1)]
         pos = end + 1
     return "".join(out) + text[pos:]
+
+
+# a #define directive (its continuation lines too): the macro's name
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:[^\n\\]|\\.|\\\n)*", re.M)
 
 
 def _angle_close(text: str, start: int) -> int | None:

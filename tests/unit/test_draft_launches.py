@@ -765,3 +765,62 @@ def test_launch_bounds_of_a_traits_member_give_each_instance_its_block(tmp_path:
     second = kernel_block(text, "attn_fwd_traits_64_64_64_8_false")
     assert "    block: [256, 1, 1]  # its __launch_bounds__(Kernel_traits::kNThreads) for this instance" in second, second
     assert "    block: [256, 1, 1]  # check\n" in kernel_block(text, "other"), text
+
+
+DISPATCH_HEADER = """\
+#pragma once
+#define ENG_DISPATCH_CASE_FLOATING_TYPES(...)              \\
+  AT_DISPATCH_CASE(at::ScalarType::Float, __VA_ARGS__)     \\
+  AT_DISPATCH_CASE(at::ScalarType::BFloat16, __VA_ARGS__)
+#define ENG_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) \\
+  AT_DISPATCH_SWITCH(TYPE, NAME, ENG_DISPATCH_CASE_FLOATING_TYPES(__VA_ARGS__))
+"""
+DISPATCH_SOURCE = """\
+#include "dispatch.h"
+template <typename scalar_t>
+__global__ void act_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input, const int d) {}
+template <typename scalar_t, int width>
+__global__ void add_norm_kernel(scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const int n, const int h) {}
+
+void act(torch::Tensor& out, torch::Tensor& input) {
+  int d = input.size(-1);
+  int64_t num_tokens = input.numel() / d;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::ScalarType::Half, at::kBFloat16, input.scalar_type(), "act", [&] {
+    act_kernel<<<num_tokens, std::min(d, 1024), 0, stream>>>(out.data_ptr<scalar_t>(), input.data_ptr<scalar_t>(), d);
+  });
+}
+
+#define LAUNCH_ADD_NORM(width)                                                              \\
+  ENG_DISPATCH_FLOATING_TYPES(x.scalar_type(), "add_norm", [&] {                           \\
+    add_norm_kernel<scalar_t, width><<<n, 256, 0, stream>>>(x.data_ptr<scalar_t>(),      \\
+                                                          w.data_ptr<scalar_t>(), n, h); \\
+  });
+
+void add_norm(torch::Tensor& x, torch::Tensor& w, int n, int h, cudaStream_t stream) {
+  if (h % 8 == 0) {
+    LAUNCH_ADD_NORM(8);
+  } else {
+    LAUNCH_ADD_NORM(1);
+  }
+}
+"""
+
+
+def test_pytorch_dispatch_macros_give_the_instances(tmp_path: Path) -> None:
+    """Launches inside PyTorch's dispatch macros (ATen's AT_DISPATCH_* by their types, a project's
+    own through its AT_DISPATCH_CASEs) are instances of each type they dispatch, c10's 16-bit
+    types as CUDA's; a function-like macro whose body launches (LAUNCH_ADD_NORM(8)) is a launch
+    where it is invoked, under the invocation's condition, and its #define none."""
+    root = project(tmp_path, {"csrc/dispatch.h": DISPATCH_HEADER, "csrc/ops.cu": DISPATCH_SOURCE})
+    text = write_and_load(root, ["csrc/ops.cu"])["ops"]
+    act = kernel_block(text, "act")
+    assert "      scalar: [f64, f32, f16, bf16]  # the source's launches; the types the source's " \
+           "AT_DISPATCH_FLOATING_TYPES_AND2 gives scalar_t, c10's Half and BFloat16 as CUDA's __half and " \
+           "__nv_bfloat16: check the kernel builds with those;" in act, act
+    assert '    grid: [num_tokens, 1, 1]' in act and '    block: ["min(d, 1024)", 1, 1]' in act, act
+    wide = kernel_block(text, "add_norm_8")
+    assert "      scalar: [f32, bf16]" in wide and "      width: [8]  # the source's launches" in wide, wide
+    assert '    applies_if: ["h % 8 == 0"]  # as the source launches it' in wide, wide
+    assert "      width: [1]" in kernel_block(text, "add_norm_1"), text
+    assert "fallbacks:" in text and "  add_norm: [add_norm_8, add_norm_1]" in text, text
