@@ -868,6 +868,8 @@ def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, define
     return False
 
 
+# An #include of PyTorch's C++ headers (torch/extension.h, ATen/..., c10/...).
+_TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:torch|ATen|c10)/', re.M)
 # A parameter's text still invoking something (a macro left unexpanded), but not a function pointer.
 _UNKNOWN_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\((?!\s*\*)")
 _ATTRIBUTE_WORDS = {"__align__", "alignas", "__attribute__", "decltype", "__declspec"}
@@ -1416,6 +1418,13 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         f"sources: [{sources}]",
     ]
     lines += [f"# {n}" for n in notes]
+    torch = sorted({rel for rel, t in [(source_rel, text), *also] if _TORCH_INCLUDE.search(strip_comments(t))})
+    if torch:  # the source's PyTorch code would be compiled into the library, which does not link libtorch
+        lines += [f"# check: {', '.join(torch)} include{'s' if len(torch) == 1 else ''} PyTorch's headers: the build "
+                  "compiles the whole source into the project's library, which does not link libtorch (importing it "
+                  "then fails: undefined symbol ...c10...); keep the code that uses torch out of that build with "
+                  "#ifndef KERNELGEN_TARGET_NAME ... #endif (docs/adopting.md), and give torch's include folders "
+                  "(torch.utils.cpp_extension.include_paths()) to build: include_dirs where the kernels need them"]
     # Names: axes and arguments per kernel, then kernels (with instances and plan functions), then structs.
     public: set[str] = {"TARGET", "KILL_SWITCH"}
     plans = [_plan(g, scope, defined) for g in globs]

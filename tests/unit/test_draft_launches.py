@@ -824,3 +824,16 @@ def test_pytorch_dispatch_macros_give_the_instances(tmp_path: Path) -> None:
     assert '    applies_if: ["h % 8 == 0"]  # as the source launches it' in wide, wide
     assert "      width: [1]" in kernel_block(text, "add_norm_1"), text
     assert "fallbacks:" in text and "  add_norm: [add_norm_8, add_norm_1]" in text, text
+
+
+def test_a_source_with_pytorch_code_is_told_to_keep_it_out_of_the_build(tmp_path: Path) -> None:
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "plain").mkdir()
+    root = project(tmp_path / "torch", {"csrc/dispatch.h": DISPATCH_HEADER,
+                                        "csrc/ops.cu": "#include <torch/all.h>\n" + DISPATCH_SOURCE})
+    text = write_and_load(root, ["csrc/ops.cu"])["ops"]
+    assert "# check: csrc/ops.cu includes PyTorch's headers: the build compiles the whole source into the " \
+           "project's library, which does not link libtorch" in text, text
+    plain = write_and_load(project(tmp_path / "plain", {"csrc/ops.cu": "__global__ void k(float* x) {}\n"}),
+                           ["csrc/ops.cu"])["ops"]
+    assert "PyTorch" not in plain, plain
