@@ -854,8 +854,8 @@ def _completed(g: Global, site: LaunchSite) -> list[str] | None:
 
 def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, defined: dict[str, int]) -> bool:
     """Whether template argument ``arg`` of a launch is a value the draft can take for ``t``: an
-    element type, an integer (a literal or a constant), true / false (not a name of the launching
-    function's, such as its own template parameter)."""
+    element type, an integer (a literal or a constant), true / false, an enumerator of an enum
+    parameter's type (not a name of the launching function's, such as its own template parameter)."""
     if t.kind == "type":  # an element type, or a class type of the sources (Traits<128, 128>: fixed, not an axis)
         head = re.match(r"\s*(?:::)?([A-Za-z_][\w:]*)\s*(<.*>)?\s*$", arg, re.S)
         return CPP_TYPES.get(_resolve(scope.qualify(arg, namespace), scope.aliases)) in SPEC_ELEMS or (
@@ -865,6 +865,9 @@ def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, define
         return scope.value(arg, namespace, defined) is not None
     if t.kind == "bool":
         return arg.strip() in ("true", "false")
+    if t.kind == "value":  # an enumerator of the parameter's enum (Mode::kAdd), by the global scope's spelling
+        e = scope.enum(t.cpp, namespace)
+        return e is not None and re.sub(r"\s+", "", scope.qualify(arg, namespace)).removeprefix("::") in e.enumerators
     return False
 
 

@@ -87,6 +87,10 @@ class LaunchSite:
     # inside a PyTorch dispatch macro (AT_DISPATCH_FLOATING_TYPES(...), AT_DISPATCH_CASE(...)): its
     # name and the C++ types it gives scalar_t (put into the template arguments by dispatched())
     dispatch: tuple[str, tuple[str, ...]] | None = None
+    # the launching function template's integer parameters that the launch passes whole as the
+    # kernel's template arguments (k<ROWS, W><<<n / ROWS, ...>>>): position -> name, kept by name
+    # in the configuration and variables (an axis's, or the argument's value where it is none)
+    passed_params: dict[int, str] = field(default_factory=dict)
     # class-type variables of the launching function: name -> {member: value} from its braced
     # initializer (positional items by index "0", "1", ...; designated ones by name) and from
     # assignments to its members after it (p.n = n;; "~n" where one changes it: p.n += 1)
@@ -488,10 +492,17 @@ def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[Laun
     template that makes it) once for each of ``bindings``, the values the source gives those
     parameters (:func:`_bindings`), put into its template arguments, configuration and the
     variables it uses; ``site`` alone where there are none."""
-    return [replace(site, template_args=[_put(a, b) for a in site.template_args or ()],
-                    config=[_put(c, b) for c in site.config], written=[_put(c, b) for c in site.written],
-                    locals={k: _put(v, b) for k, v in site.locals.items()},
-                    dims={k: [_put(x, b) for x in v] for k, v in site.dims.items()}) for b in bindings] or [site]
+    out = []
+    for b in bindings:
+        # a parameter passed whole as an integer template argument keeps its name (the axis's)
+        whole = {i: a.strip() for i, a in enumerate(site.template_args or ()) if re.fullmatch(
+            r"-?\d+", b.get(a.strip(), ""))}
+        c = {k: v for k, v in b.items() if k not in whole.values()}
+        out.append(replace(site, template_args=[_put(a, b) for a in site.template_args or ()],
+                           config=[_put(x, c) for x in site.config], written=[_put(x, b) for x in site.written],
+                           locals={k: _put(v, c) for k, v in site.locals.items()},
+                           dims={k: [_put(x, c) for x in v] for k, v in site.dims.items()}, passed_params=whole))
+    return out or [site]
 
 
 def _guard(text: str, pos: int, body_start: int, stack: list[int]) -> str | None:
@@ -683,7 +694,10 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     name, so that a name the launching function puts into a member of a struct it passes (``Params
     p{x, n};``, ``p.n = n;``) is that argument's field (``p.n``)."""
     bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
-             if site.template_args is not None and i < len(site.template_args)}
+             if site.template_args is not None and i < len(site.template_args) and i not in site.passed_params}
+    # the launching function's parameters passed whole as template arguments: the axis, else the value
+    bound.update({name: (axes or {}).get(i) or (site.template_args or [])[i] for i, name in site.passed_params.items()
+                  if i < len(site.template_args or [])})
     bound.update({f"sizeof({' '.join(site.template_args[i].split())})": f"sizeof({a})"
                   for i, a in (type_axes or {}).items()
                   if site.template_args is not None and i < len(site.template_args)})
@@ -758,12 +772,12 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
         if not 1 <= len(parts) <= 3:
             return None
         out = []
-        for p in parts + ["1"] * (3 - len(parts)):
+        for p in parts:
             e = _spec_expr(p, scope)
             if e is None:
                 return None
             out.append(e)
-        return out
+        return out + ["1"] * (3 - len(parts))  # (not an axis that happens to be 1)
 
     scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs)
     grid, block = dims(site.config[0]), dims(site.config[1])

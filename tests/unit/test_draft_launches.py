@@ -544,7 +544,9 @@ def test_launches_in_function_templates_take_the_sources_instantiations() -> Non
     sites = launch_sites(text, "rowsum")
     assert [(s.template_args, s.config[1], s.guard) for s in sites] == [
         (["double", "128"], "128", "cols <= 256"), (["half", "128"], "128", "cols <= 256"),
-        (["double", "1024"], "1024", "!(cols <= 256)"), (["half", "512"], "512", "!(cols <= 256)")], sites
+        (["double", "1024"], "WIDE", "!(cols <= 256)"), (["half", "512"], "WIDE", "!(cols <= 256)")], sites
+    # (WIDE, passed whole as the kernel's template argument, stays the axis's name in the configuration)
+    assert [s.passed_params for s in sites] == [{}, {}, {1: "WIDE"}, {1: "WIDE"}]
     # a function template the source never instantiates: its launch as written
     (lone,) = launch_sites("template <typename T> void f(T* x, int n) { k<T><<<n, 32>>>(x, n); }", "k")
     assert lone.template_args == ["T"]
@@ -837,3 +839,44 @@ def test_a_source_with_pytorch_code_is_told_to_keep_it_out_of_the_build(tmp_path
     plain = write_and_load(project(tmp_path / "plain", {"csrc/ops.cu": "__global__ void k(float* x) {}\n"}),
                            ["csrc/ops.cu"])["ops"]
     assert "PyTorch" not in plain, plain
+
+
+def test_enumerators_a_launch_gives_an_enum_template_parameter(tmp_path: Path) -> None:
+    """k<Mode::kAdd> and k<Mode::kMul, 8> launched: an entry for each enumerator (an enum parameter
+    is fixed per kernel), with the integer parameter's values (default or written) as its instances."""
+    source = """
+    enum class Mode : int { kAdd = 0, kMul = 1 };
+    template <Mode M, int N = 4>
+    __global__ void combine(float* out, const float* a, const long long n) {}
+    void run(float* out, const float* a, long long n, cudaStream_t s) {
+      combine<Mode::kAdd><<<(n + 255) / 256, 256, 0, s>>>(out, a, n);
+      combine<Mode::kMul, 8><<<(n + 255) / 256, 256, 0, s>>>(out, a, n);
+    }
+    """
+    text = write_and_load(project(tmp_path, {"csrc/combine.cu": source}), ["csrc/combine.cu"])["combine"]
+    add, mul = kernel_block(text, "combine_kadd"), kernel_block(text, "combine_kmul")
+    assert '    symbol: "combine<Mode::kAdd, {N}>"\n' in add and "      N: [4]  # the source's launches" in add, add
+    assert '    symbol: "combine<Mode::kMul, {N}>"\n' in mul and "      N: [8]  # the source's launches" in mul, mul
+
+
+def test_a_function_templates_parameters_stay_the_axes_in_its_launch(tmp_path: Path) -> None:
+    """time<ROWS, W, KS>(...) launching k<ROWS, W, KS><<<n / ROWS * KS, 256, 3 * ROWS * W>>>: the
+    parameters are the axes by name, whatever values the instances give them (ROWS == W in one, KS
+    == 1: not read back as W or as the grid's unwritten extents)."""
+    source = """
+    template <int ROWS, int W, int KS> __global__ void pattern(const unsigned char* x, unsigned* sink) {}
+    template <int ROWS, int W, int KS> void time_it(const unsigned char* x, unsigned* sink, unsigned n) {
+      auto kern = pattern<ROWS, W, KS>;
+      const int smem = 3 * ROWS * W;
+      const unsigned grid = n / ROWS * KS;
+      kern<<<grid, 256, smem>>>(x, sink);
+    }
+    void run(const unsigned char* x, unsigned* sink, unsigned n) {
+      time_it<16, 64, 1>(x, sink, n);
+      time_it<64, 64, 2>(x, sink, n);
+    }
+    """
+    text = write_and_load(project(tmp_path, {"csrc/pattern.cu": source}), ["csrc/pattern.cu"])["pattern"]
+    assert "      - {ROWS: 16, W: 64, KS: 1}\n      - {ROWS: 64, W: 64, KS: 2}\n" in text, text
+    assert "    grid: [n // ROWS * KS, 1, 1]  # as the source's launch at line 7 gives it\n" in text, text
+    assert '    shared_mem: "3 * ROWS * W"\n' in text and "    block: [256, 1, 1]\n" in text, text
