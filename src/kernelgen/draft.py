@@ -49,7 +49,15 @@ from kernelgen.kernel_source import (
     split_top,
     strip_comments,
 )
-from kernelgen.launch_sites import Geometry, LaunchSite, arg_type, dispatched, geometry, launches
+from kernelgen.launch_sites import (
+    Geometry,
+    LaunchSite,
+    arg_type,
+    dispatched,
+    geometry,
+    helper_functions,
+    launches,
+)
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
@@ -812,7 +820,7 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
     # the class types of the sources and their headers, whose integer members launches name
     every_text = [*(blank_literals(strip_comments(h)) for h in headers), *(p.text for p in prepared)]
     classes = ClassTable("\n".join(every_text), defined)
-    sites = launches(prepared[0].text, every, classes)
+    sites = launches(prepared[0].text, every, classes, helper_functions("\n".join(every_text)))
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
         g.sites = sites.get(g.name, [])

@@ -91,6 +91,8 @@ class LaunchSite:
     # kernel's template arguments (k<ROWS, W><<<n / ROWS, ...>>>): position -> name, kept by name
     # in the configuration and variables (an axis's, or the argument's value where it is none)
     passed_params: dict[int, str] = field(default_factory=dict)
+    # the sources' one-line integer functions (helper_functions), which its expressions may call
+    functions: dict[str, tuple[list[str], str]] = field(default_factory=dict)
     # class-type variables of the launching function: name -> {member: value} from its braced
     # initializer (positional items by index "0", "1", ...; designated ones by name) and from
     # assignments to its members after it (p.n = n;; "~n" where one changes it: p.n += 1)
@@ -119,13 +121,16 @@ def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[Lau
     return launches(text, macros).get(name, [])
 
 
-def launches(text: str, macros: Macros | None = None, classes: ClassTable | None = None) -> dict[str, list[LaunchSite]]:
+def launches(text: str, macros: Macros | None = None, classes: ClassTable | None = None,
+             functions: dict[str, tuple[list[str], str]] | None = None) -> dict[str, list[LaunchSite]]:
     """Every launch in ``text`` (comment-free, literals blanked), by the kernel's last name;
     ``macros``: those of the source and its headers (default: those ``text`` defines), whose
     function-like ones are expanded in a launch's configuration and variables; ``classes``: the
     class types of the source and its headers (default: those of ``text``), whose integer members
     a launch names (``Kernel_traits::kNThreads``, the traits a function template is given) are
-    put in as their values."""
+    put in as their values; ``functions``: the one-line integer functions of the source and its
+    headers (default: those of ``text``; :func:`helper_functions`), whose calls a launch's
+    expressions may make (``ceil_div(n, 256)``)."""
     # (where, kernel, site, how its configuration or arguments are given: ("config", the
     # cudaLaunchConfig_t variable), ("array", the argument array), or None: written in the launch)
     found: list[tuple[int, str, LaunchSite, tuple[str, str] | None]] = []
@@ -193,6 +198,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
     # the braces open at each launch, in one pass over the text
     braces = [(m.start(), m.group(0)) for m in re.finditer(r"[{}]", text)]
     classes = classes if classes is not None else ClassTable(text)
+    functions = functions if functions is not None else helper_functions(text)
     out: dict[str, list[LaunchSite]] = {}
     # per function template that launches (by the end of its parameter list): the values the
     # source gives its template parameters, found once for all of its launches
@@ -240,7 +246,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
         if given is not None and any(re.search(rf"\b{p}\b", a) for p in given[0] for a in site.template_args or ()):
             made = _instantiated(site, given[1])
         aliases = local_aliases(text[body[1]:pos]) if body is not None else {}
-        made = [d for s in made for d in _dispatched(s, pos, spans)]
+        made = [replace(d, functions=functions) for s in made for d in _dispatched(s, pos, spans)]
         out.setdefault(kernel_name, []).extend(_with_members(s, classes, aliases) for s in made)
     return out
 
@@ -779,7 +785,7 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             out.append(e)
         return out + ["1"] * (3 - len(parts))  # (not an axis that happens to be 1)
 
-    scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs)
+    scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs, site.functions)
     grid, block = dims(site.config[0]), dims(site.config[1])
     if grid is None or block is None:
         return None
@@ -978,13 +984,15 @@ class _Scope:
     declaration); ``dims``, its ``dim3`` variables (``block.x`` is the first component);
     ``name(word)``, a name's spec spelling (None where it has none); ``passed``, expressions the
     launch passes to integer arguments of the kernel, as token lists by the placeholder name that
-    stands for them (``n / 4`` passed as ``n4``: ``(n / 4 + 127) / 128`` -> ``div_ceil(n4, 128)``)."""
+    stands for them (``n / 4`` passed as ``n4``: ``(n / 4 + 127) / 128`` -> ``div_ceil(n4, 128)``);
+    ``functions``, the sources' one-line integer functions, whose calls are expanded."""
 
     variables: dict[str, str]
     name: Callable[..., str | None]
     modified: set[str] = field(default_factory=set)
     dims: dict[str, list[str]] = field(default_factory=dict)
     passed: dict[str, list[str]] = field(default_factory=dict)
+    functions: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # see helper_functions()
 
 
 def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False) -> str | None:
@@ -1028,8 +1036,16 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
                 out.append(spelled)
                 pos += of.end()  # type: ignore[union-attr]
                 continue
-            if text[pos:].lstrip().startswith("("):
-                return None  # a call
+            if text[pos:].lstrip().startswith("("):  # a call: of a one-line helper, or a library's ceil-div
+                opened = text.index("(", pos) + 1
+                close = closing(text, opened)
+                args = split_top(text[opened:close]) if close is not None else []
+                called = _call(word, args, scope, depth)
+                if called is None:
+                    return None
+                out.append(called)
+                pos = close + 1  # type: ignore[operator]
+                continue
             spelled = name(word, True)
             if spelled is not None:
                 out.append(spelled)
@@ -1045,7 +1061,7 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
             if word in variables or word in modified:
                 inner = None if word in modified else _spec_expr(
                     variables[word], _Scope({k: v for k, v in variables.items() if k != word}, name, modified,
-                                            scope.dims, scope.passed), depth + 1)
+                                            scope.dims, scope.passed, scope.functions), depth + 1)
                 if inner is None:  # (input.numel() / d; set in a loop): the caller gives it
                     inner = name(word, variable=True)
                 if inner is None:
@@ -1057,6 +1073,44 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
                 return None
             out.append(spelled)
     return _tidy(_join(out)) or None
+
+
+# ceil-divisions of CUDA's and libraries' headers, as the spec's div_ceil
+_CEIL_DIVS = {"cuda::ceil_div", "at::ceil_div", "c10::ceil_div", "cutlass::ceil_div", "cute::ceil_div",
+              "thrust::ceil_div"}
+
+
+def _call(word: str, args: list[str], scope: _Scope, depth: int) -> str | None:
+    """A call in a launch's expression as a spec expression: a one-line integer function of the
+    sources with its arguments put in, or a library's ceil-division as ``div_ceil``; None else."""
+    found = scope.functions.get(word) or scope.functions.get(word.rsplit("::", 1)[-1])
+    if found is not None and len(found[0]) == len(args):
+        body = re.sub(r"\b[A-Za-z_]\w*\b", lambda w: f"({args[found[0].index(w.group(0))]})"
+                      if w.group(0) in found[0] else w.group(0), found[1])
+        inner = _spec_expr(body, scope, depth + 1)
+        return _atom(inner) if inner is not None else None
+    if word.removeprefix("::") in _CEIL_DIVS and len(args) == 2:
+        a, b = (_spec_expr(x, scope, depth + 1) for x in args)
+        return f"div_ceil({a}, {b})" if a is not None and b is not None else None
+    return None
+
+
+# A function whose body is one return of an expression (integer helpers: ceil_div, round_up):
+# its name, parameters and returned expression.
+_ONE_LINE = re.compile(r"\b(?:u?int(?:32|64)?_t|int|unsigned(?:\s+int)?|long(?:\s+long)?|size_t|auto|index_t)\s+"
+                       r"([A-Za-z_]\w*)\s*\(([^()]*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{\s*return\s+([^;{}]+);\s*\}")
+
+
+def helper_functions(text: str) -> dict[str, tuple[list[str], str]]:
+    """The functions of comment-free ``text`` whose body is one ``return`` of an expression, with
+    integer parameters (``constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }``): name
+    -> (parameter names, the expression), for launches' expressions to expand their calls."""
+    out: dict[str, tuple[list[str], str]] = {}
+    for m in _ONE_LINE.finditer(text):
+        params = [re.findall(r"[A-Za-z_]\w*", p)[-1:] for p in split_top(m.group(2))]
+        if all(params) and all(not re.search(r"[*&\[]", p) for p in split_top(m.group(2))):
+            out.setdefault(m.group(1), ([p[0] for p in params], " ".join(m.group(3).split())))
+    return out
 
 
 def _atom(text: str) -> str:

@@ -880,3 +880,28 @@ def test_a_function_templates_parameters_stay_the_axes_in_its_launch(tmp_path: P
     assert "      - {ROWS: 16, W: 64, KS: 1}\n      - {ROWS: 64, W: 64, KS: 2}\n" in text, text
     assert "    grid: [n // ROWS * KS, 1, 1]  # as the source's launch at line 7 gives it\n" in text, text
     assert '    shared_mem: "3 * ROWS * W"\n' in text and "    block: [256, 1, 1]\n" in text, text
+
+
+def test_calls_of_one_line_helpers_and_library_ceil_divisions(tmp_path: Path) -> None:
+    """A launch's expressions may call a one-line integer function of the source or its headers
+    (its body put in, with the arguments) or a library's ceil-division (div_ceil); another call
+    leaves the guess."""
+    header = "#pragma once\n__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }\n"
+    source = """
+    #include "util.h"
+    static inline int64_t round_up(int64_t x, int64_t m) { return ceil_div(x, m) * m; }
+    __global__ void fill(float* x, int n) {}
+    __global__ void pad(float* x, int n) {}
+    __global__ void other(float* x, int n) {}
+    void run(float* x, int n, cudaStream_t s) {
+      fill<<<ceil_div(n, 256), 256, 0, s>>>(x, n);
+      pad<<<cuda::ceil_div(n, 128), 128, round_up(n, 4) * 4, s>>>(x, n);
+      other<<<compute_blocks(n), 128, 0, s>>>(x, n);
+    }
+    """
+    text = write_and_load(project(tmp_path, {"csrc/util.h": header, "csrc/fill.cu": source}), ["csrc/fill.cu"])["fill"]
+    assert '    grid: ["div_ceil(n, 256)", 1, 1]  # as the source' in kernel_block(text, "fill"), text
+    pad = kernel_block(text, "pad")
+    assert '    grid: ["div_ceil(n, 128)", 1, 1]  # as the source' in pad, pad
+    assert '    shared_mem: "(div_ceil(n, 4) * 4) * 4"' in pad, pad
+    assert "    grid: [" in kernel_block(text, "other") and "  # check" in kernel_block(text, "other"), text
