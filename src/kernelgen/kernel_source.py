@@ -202,15 +202,25 @@ def _template_values(head: str, symbol: str, names: dict[str, int]) -> dict[str,
 def split_top(text: str) -> list[str]:
     """``text`` split at the commas outside brackets, each piece stripped (a blank last one left
     out): (), [] and {}, and <> where ``<`` follows a name (``Vec<float, 4>``, ``static_cast<int>``,
-    not ``a < b`` or ``<<``)."""
-    out, depth, cur = [], 0, []
+    not ``a < b`` with spaces around it, nor ``<<``); a ``>`` closes only such a ``<`` (``(n > 4, m)``
+    is one piece), and a closing bracket the ``<`` left open inside it."""
+    out, cur = [], []
+    stack: list[str] = []  # the brackets open here: one of "([{<"
     last = ""  # the last character before this one that is not a space
     for i, ch in enumerate(text):
-        if ch in "([{" or (ch == "<" and (last.isalnum() or last in "_:") and text[i + 1:i + 2] not in "<="):
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and depth > 0 and last != "-"):
-            depth -= 1
-        if ch == "," and depth == 0:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch == "<" and (last.isalnum() or last in "_:") and text[i + 1:i + 2] not in "<=" \
+                and not (text[i - 1:i].isspace() and text[i + 1:i + 2].isspace()):
+            stack.append("<")
+        elif ch in ")]}":
+            while stack and stack[-1] == "<":  # (a < b, c): the < was a comparison
+                stack.pop()
+            if stack:
+                stack.pop()
+        elif ch == ">" and stack and stack[-1] == "<" and last != "-":
+            stack.pop()
+        if ch == "," and not stack:
             out.append("".join(cur).strip())
             cur = []
         else:

@@ -1003,6 +1003,10 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
         return None
     variables, name, modified = scope.variables, scope.name, scope.modified
     text = text.strip()
+    tern = _ternary(text)  # c ? a : b (the loosest operator): the spec's a if c else b
+    if tern is not None:
+        c, a, b = (_spec_expr(x, scope, depth + 1, condition=i == 0 or condition) for i, x in enumerate(tern))
+        return f"({a} if {c} else {b})" if a is not None and b is not None and c is not None else None
     # the sizes of types first (sizeof(float) -> 4), then casts: (int)x, static_cast<int>(x), int(x)
     text = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)", _sizeof, text)
     text = _stand_for_passed(_drop_casts(text), scope.passed)
@@ -1021,6 +1025,13 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
         elif op is not None:
             if op in ("<<", ">>") or (op in _LOGIC and not condition):
                 return None
+            if op == "(" and (close := closing(text, pos)) is not None and _ternary(text[pos:close]) is not None:
+                inner = _spec_expr(text[pos:close], scope, depth + 1, condition)  # (c ? a : b) * 2
+                if inner is None:
+                    return None
+                out.append(inner)
+                pos = close + 1
+                continue
             out.append("//" if op == "/" else _LOGIC.get(op, op))
         else:
             assert word is not None
@@ -1111,6 +1122,27 @@ def helper_functions(text: str) -> dict[str, tuple[list[str], str]]:
         if all(params) and all(not re.search(r"[*&\[]", p) for p in split_top(m.group(2))):
             out.setdefault(m.group(1), ([p[0] for p in params], " ".join(m.group(3).split())))
     return out
+
+
+def _ternary(text: str) -> tuple[str, str, str] | None:
+    """``text``'s condition and branches where it is ``c ? a : b`` outside brackets (``a`` and ``b``
+    may hold further ``?:``); None else."""
+    depth, q, nested = 0, -1, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch == "?":
+            if q < 0:
+                q = i
+            else:
+                nested += 1
+        elif depth == 0 and ch == ":" and q >= 0 and text[i - 1:i] != ":" and text[i + 1:i + 2] != ":":
+            if nested == 0:
+                return text[:q], text[q + 1:i], text[i + 1:]
+            nested -= 1
+    return None
 
 
 def _atom(text: str) -> str:

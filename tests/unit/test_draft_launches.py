@@ -297,10 +297,20 @@ def test_launch_site_reading() -> None:
     first, second = (geometry(s, [("y", "f32*"), ("n", "i32")], {}, {"y", "n"}) for s in launch_sites(text, "k"))
     assert first is not None and first.grid[0] == "div_ceil(n, 256)" and first.shared_mem == "div_ceil(n, 32) * 32 * 4"
     assert second is not None and second.shared_mem is None and second.smem_text == "PAD(n, 32) * 4"
-    # a shift, a ternary, a float: none
-    for config in ("n << 2", "n > 4 ? 2 : 1", "n * 1.5"):
+    # a shift, a float: none
+    for config in ("n << 2", "n * 1.5"):
         (bad,) = launch_sites(f"void f(int n) {{ k<<<{config}, 32>>>(n); }}", "k")
         assert geometry(bad, [("n", "i32")], {}, {"n"}) is None, config
+    # a ternary: the spec's conditional, also inside brackets and beside a comparison in the list
+    text = """void f(int n) {
+      const int threads = n < 1024 ? n : 1024;
+      k<<<(n + threads - 1) / threads, threads, (n > 4096 ? 2 : 1) * 1024>>>(n);
+    }"""
+    (site,) = launch_sites(text, "k")
+    tern = geometry(site, [("n", "i32")], {}, {"n"})
+    assert tern is not None and tern.block[0] == "n if n < 1024 else 1024", tern
+    assert tern.grid[0] == "(n + (n if n < 1024 else 1024) - 1) // (n if n < 1024 else 1024)", tern
+    assert tern.shared_mem == "(2 if n > 4096 else 1) * 1024", tern
     # another kernel's launch, and a launch of a different arity, are not this kernel's
     assert launch_sites("void f(int n) { kk<<<n, 32>>>(n); }", "k") == []
     (other,) = launch_sites("void f(int n) { k<<<n, 32>>>(n, n); }", "k")
