@@ -500,9 +500,10 @@ def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[Laun
     variables it uses; ``site`` alone where there are none."""
     out = []
     for b in bindings:
-        # a parameter passed whole as an integer template argument keeps its name (the axis's)
+        # a parameter passed whole as an integer or element-type template argument keeps its name
+        # (the axis's; sizeof(T) the type axis's)
         whole = {i: a.strip() for i, a in enumerate(site.template_args or ()) if re.fullmatch(
-            r"-?\d+", b.get(a.strip(), ""))}
+            r"-?\d+", b.get(a.strip(), "")) or " ".join(b.get(a.strip(), "").split()) in CPP_TYPES}
         c = {k: v for k, v in b.items() if k not in whole.values()}
         out.append(replace(site, template_args=[_put(a, b) for a in site.template_args or ()],
                            config=[_put(x, c) for x in site.config], written=[_put(x, b) for x in site.written],
@@ -702,8 +703,15 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
              if site.template_args is not None and i < len(site.template_args) and i not in site.passed_params}
     # the launching function's parameters passed whole as template arguments: the axis, else the value
-    bound.update({name: (axes or {}).get(i) or (site.template_args or [])[i] for i, name in site.passed_params.items()
-                  if i < len(site.template_args or [])})
+    for i, pname in site.passed_params.items():
+        value = " ".join((site.template_args or [])[i].split()) if i < len(site.template_args or []) else None
+        if value is None:
+            continue
+        if value in CPP_TYPES:  # an element type: its sizeof
+            size = type_size(value)
+            bound[f"sizeof({pname})"] = f"sizeof({type_axes[i]})" if i in (type_axes or {}) else str(size)
+        else:
+            bound[pname] = (axes or {}).get(i) or value
     bound.update({f"sizeof({' '.join(site.template_args[i].split())})": f"sizeof({a})"
                   for i, a in (type_axes or {}).items()
                   if site.template_args is not None and i < len(site.template_args)})

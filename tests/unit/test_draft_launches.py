@@ -555,8 +555,8 @@ def test_launches_in_function_templates_take_the_sources_instantiations() -> Non
     assert [(s.template_args, s.config[1], s.guard) for s in sites] == [
         (["double", "128"], "128", "cols <= 256"), (["half", "128"], "128", "cols <= 256"),
         (["double", "1024"], "WIDE", "!(cols <= 256)"), (["half", "512"], "WIDE", "!(cols <= 256)")], sites
-    # (WIDE, passed whole as the kernel's template argument, stays the axis's name in the configuration)
-    assert [s.passed_params for s in sites] == [{}, {}, {1: "WIDE"}, {1: "WIDE"}]
+    # (T and WIDE, passed whole as the kernel's template arguments, keep their names in the configuration)
+    assert [s.passed_params for s in sites] == [{0: "T"}, {0: "T"}, {0: "T", 1: "WIDE"}, {0: "T", 1: "WIDE"}]
     # a function template the source never instantiates: its launch as written
     (lone,) = launch_sites("template <typename T> void f(T* x, int n) { k<T><<<n, 32>>>(x, n); }", "k")
     assert lone.template_args == ["T"]
@@ -915,3 +915,21 @@ def test_calls_of_one_line_helpers_and_library_ceil_divisions(tmp_path: Path) ->
     assert '    grid: ["div_ceil(n, 128)", 1, 1]  # as the source' in pad, pad
     assert '    shared_mem: "(div_ceil(n, 4) * 4) * 4"' in pad, pad
     assert "    grid: [" in kernel_block(text, "other") and "  # check" in kernel_block(text, "other"), text
+
+
+def test_a_function_templates_element_type_stays_the_type_axis_in_sizeof(tmp_path: Path) -> None:
+    """reduce<T> instantiated for double and float, launching k<T, 256> with T's sizeof in its
+    shared memory: sizeof of the type axis, one geometry for both (not 8 and 4 read as two)."""
+    source = """
+    template <class T, unsigned int blockSize> __global__ void reduce6(T* in, T* out, unsigned int n) {}
+    template <class T> void reduce(int size, int threads, int blocks, T* in, T* out) {
+      int smem = (threads <= 32) ? 2 * threads * sizeof(T) : threads * sizeof(T);
+      reduce6<T, 256><<<blocks, threads, smem>>>(in, out, size);
+    }
+    template void reduce<double>(int, int, int, double*, double*);
+    template void reduce<float>(int, int, int, float*, float*);
+    """
+    text = write_and_load(project(tmp_path, {"csrc/reduce.cu": source}), ["csrc/reduce.cu"])["reduce"]
+    assert "      T: [f64, f32]  # the source's launches" in text, text
+    assert '    shared_mem: "2 * threads * sizeof(T) if threads <= 32 else threads * sizeof(T)"\n' in text, text
+    assert "its launches give" not in text, text
