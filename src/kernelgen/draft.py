@@ -58,7 +58,8 @@ from kernelgen.launch_sites import (
     helper_functions,
     launches,
 )
-from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
+from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, load_targets, reserved_reason
+from kernelgen.model import DEVICE_NAMES
 from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
 
@@ -1088,6 +1089,8 @@ class _Plan:
     guessed: bool = True  # the axis values are guesses (no explicit instantiations)
     constants: dict[str, int] = field(default_factory=dict)  # the sources' integer constants
     smem_max: int = 48 * 1024  # the most dynamic shared memory a launch may take (every target's opt-in)
+    # the values of the device names a launch may use (device.sm_count ...), the least of the targets'
+    device: dict[str, int] = field(default_factory=lambda: dict(_DEVICE_DEFAULT))
     unlaunched: Geometry | None = None  # a launch of the source's whose geometry launches for no values tried
     # an instantiation's template arguments as written: the arguments it fixes and its axis values
     values_of: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = \
@@ -1440,8 +1443,9 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     public: set[str] = {"TARGET", "KILL_SWITCH"}
     plans = [_plan(g, scope, defined) for g in globs]
     smem_max = _smem_limit(root)
+    device = _device_values(root)
     for pl in plans:
-        pl.smem_max = smem_max
+        pl.smem_max, pl.device = smem_max, device
     what: dict[str, str] = {module: "the module's name"}
     for pl in plans:
         raw_args = {_clean(p.name) for p in pl.g.params}
@@ -1932,13 +1936,14 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
         exprs = [*geo.grid, *geo.block, *([geo.shared_mem] if geo.shared_mem else [])]
         # struct fields read (p.rows): names in the spec, which the examples give by their path
         fields = {m.group(0): m.group(0).replace(".", "_") for e in exprs
-                  for m in re.finditer(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", e)}
+                  for m in re.finditer(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", e) if m.group(0) not in DEVICE_NAMES}
         if not set(fields) <= struct_fields:
             continue
         names = {**dict.fromkeys(int_max), **dict.fromkeys(n for n, _ in geo.host_args), **dict.fromkeys(fields)}
-        try:
-            per = [([expr.parse(sized(e, inst), {**names, **fields, **dict.fromkeys(axes.values())}, expr.Ty.INT)
-                     for e in exprs], {a: int(v) for a, v in inst.items() if a in axes.values()})
+        try:  # (the device's values: the least of the targets', kernel.blocks_per_sm 1)
+            per = [([expr.parse(sized(e, inst), {**names, **fields, **dict.fromkeys(axes.values()),
+                                                 **dict.fromkeys(DEVICE_NAMES)}, expr.Ty.INT)
+                     for e in exprs], {**{a: int(v) for a, v in inst.items() if a in axes.values()}, **pl.device})
                    for inst in instances]
         except expr.ParseError:
             continue
@@ -2008,6 +2013,26 @@ def _smem_limit(root: Path | None) -> int:
     except OSError:
         pass
     return max(48 * 1024, min(found)) if found else 48 * 1024
+
+
+def _device_values(root: Path | None) -> dict[str, int]:
+    """Values of the spec's device names for trying a drafted launch: the least of the targets' of
+    ``root``'s specs/targets.yaml (a table without them: an H200's), kernel.blocks_per_sm 1."""
+    tables = []
+    try:
+        base = root or Path.cwd()
+        tables = [t.device_table() for t in load_targets(base / "specs" / "targets.yaml", base)]
+    except (KernelgenError, OSError):
+        pass
+    if not tables:
+        return dict(_DEVICE_DEFAULT)
+    return {**{n: min(tb[n] for tb in tables) for n in tables[0]}, "kernel.blocks_per_sm": 1}
+
+
+# the device names' values where a project's targets do not give them (an H200's)
+_DEVICE_DEFAULT = {"device.sm_count": 132, "device.max_shared_mem_optin": 232448,
+                   "device.max_shared_mem_per_sm": 233472, "device.max_threads_per_sm": 2048,
+                   "device.max_threads_per_block": 1024, "kernel.blocks_per_sm": 1}
 
 
 def _project_names(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:

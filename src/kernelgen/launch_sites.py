@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 
 from kernelgen.class_members import ClassTable, local_aliases, scan, type_size
 from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
+from kernelgen.model import DEVICE_NAMES
 from kernelgen.types import CPP_TYPES, SCALARS
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -214,7 +215,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
                 stack.pop()
             b += 1
         site.written = list(site.config)
-        site.config = [_expanded(c, macros) for c in site.config]
+        site.config = [_device_members(_expanded(c, macros)) for c in site.config]
         body = _function_body(text, stack)
         if body is not None:
             head_end, body_start = body
@@ -750,6 +751,8 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
         the launching function whose value the spec cannot compute, as a host argument."""
         if word in bound:
             return bound[word]
+        if word in DEVICE_NAMES:  # what the launching code queries of the device (see _read_variables)
+            return word
         if "::" in word:  # cfg::kThreads, Traits::kWarps: a constant of the sources by its last name
             last = word.rsplit("::", 1)[1]
             return None if first or word.startswith("std::") or last not in constants else str(constants[last])
@@ -795,13 +798,15 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
 
     scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs, site.functions)
     grid, block = dims(site.config[0]), dims(site.config[1])
-    if grid is None or block is None:
-        return None
+    if grid is None or block is None or any(d in b for b in block for d in DEVICE_NAMES):
+        return None  # (the spec's block takes no device names)
     smem: str | None = None
     smem_unread = False
     if len(site.config) > 2:
         before = dict(host), dict(computed)
         smem = _spec_expr(site.config[2], scope)
+        if smem is not None and "kernel.blocks_per_sm" in smem:  # (the occupancy depends on it)
+            smem = None
         smem_unread = smem is None
         if smem_unread:  # the host arguments named on the way stay out
             host, computed = before
@@ -927,6 +932,42 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
                 site.modified.add(m.group(3))
             else:
                 site.modified.discard(m.group(3))
+    # the device's values the launching code queries: cudaDeviceGetAttribute(&sms,
+    # cudaDevAttrMultiProcessorCount, dev), prop.multiProcessorCount (the spec's device names), and
+    # cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, ...) (kernel.blocks_per_sm)
+    for m in _DEVICE_QUERY.finditer(body):
+        var = m.group(1) or m.group(3)
+        name = _DEVICE_ATTRS.get(m.group(2)) if m.group(2) else "kernel.blocks_per_sm"
+        if name is not None:
+            site.locals[var] = name
+            site.local_types.setdefault(var, "int")
+            site.modified.discard(var)
+    for k, v in list(site.locals.items()):
+        site.locals[k] = _device_members(v)
+    for k, parts in site.dims.items():
+        site.dims[k] = [_device_members(x) for x in parts]
+
+
+# the device attributes the spec names (cudaDeviceGetAttribute's, and cudaDeviceProp's members)
+_DEVICE_ATTRS = {"cudaDevAttrMultiProcessorCount": "device.sm_count",
+                 "cudaDevAttrMaxSharedMemoryPerBlockOptin": "device.max_shared_mem_optin",
+                 "cudaDevAttrMaxSharedMemoryPerMultiprocessor": "device.max_shared_mem_per_sm",
+                 "cudaDevAttrMaxThreadsPerMultiProcessor": "device.max_threads_per_sm",
+                 "cudaDevAttrMaxThreadsPerBlock": "device.max_threads_per_block"}
+_PROP_MEMBERS = {"multiProcessorCount": "device.sm_count", "sharedMemPerBlockOptin": "device.max_shared_mem_optin",
+                 "sharedMemPerMultiprocessor": "device.max_shared_mem_per_sm",
+                 "maxThreadsPerMultiProcessor": "device.max_threads_per_sm",
+                 "maxThreadsPerBlock": "device.max_threads_per_block"}
+_DEVICE_QUERY = re.compile(r"\b(?:cudaDeviceGetAttribute\s*\(\s*&\s*([A-Za-z_]\w*)\s*,\s*(\w+)|"
+                           r"cudaOccupancyMaxActiveBlocksPerMultiprocessor\s*\(\s*&\s*([A-Za-z_]\w*))")
+# prop.multiProcessorCount, props->multiProcessorCount, at::cuda::getCurrentDeviceProperties()->...
+_PROP_READ = re.compile(r"(?<![\w.])(?:[A-Za-z_][\w:]*\s*(?:\(\s*\))?\s*(?:\.|->)\s*)+(" +
+                        "|".join(_PROP_MEMBERS) + r")\b")
+
+
+def _device_members(text: str) -> str:
+    """``text`` with reads of cudaDeviceProp's members the spec names as those names."""
+    return _PROP_READ.sub(lambda m: _PROP_MEMBERS[m.group(1)], text)
 
 
 _AGGREGATE = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+)?(?:struct\s+)?([A-Za-z_][\w:]*)\s+([A-Za-z_]\w*)\s*"

@@ -933,3 +933,31 @@ def test_a_function_templates_element_type_stays_the_type_axis_in_sizeof(tmp_pat
     assert "      T: [f64, f32]  # the source's launches" in text, text
     assert '    shared_mem: "2 * threads * sizeof(T) if threads <= 32 else threads * sizeof(T)"\n' in text, text
     assert "its launches give" not in text, text
+
+
+def test_what_the_launching_code_queries_of_the_device_is_the_specs_device_names(tmp_path: Path) -> None:
+    """cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ...), a cudaDeviceProp's
+    members and cudaOccupancyMaxActiveBlocksPerMultiprocessor are the spec's device.* names and
+    kernel.blocks_per_sm, where the spec takes them (not in block)."""
+    source = """
+    __global__ void persist(float* x, int n) {}
+    __global__ void wide(float* x, int n) {}
+    __global__ void blocky(float* x, int n) {}
+    void run(float* x, int n, cudaStream_t s) {
+      int dev = 0, sms = 0;
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      int per_sm = 0;
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persist, 256, 0);
+      persist<<<sms * per_sm, 256, 0, s>>>(x, n);
+      cudaDeviceProp prop;
+      cudaGetDeviceProperties(&prop, dev);
+      wide<<<prop.multiProcessorCount * 2, 128, prop.sharedMemPerBlockOptin / 2, s>>>(x, n);
+      blocky<<<n, at::cuda::getCurrentDeviceProperties()->maxThreadsPerBlock, 0, s>>>(x, n);
+    }
+    """
+    text = write_and_load(project(tmp_path, {"csrc/k.cu": source}), ["csrc/k.cu"])["k"]
+    assert "    grid: [device.sm_count * kernel.blocks_per_sm, 1, 1]  # as the source" in kernel_block(text, "persist")
+    wide = kernel_block(text, "wide")
+    assert "    grid: [device.sm_count * 2, 1, 1]  # as the source" in wide, wide
+    assert "    shared_mem: device.max_shared_mem_optin // 2\n" in wide, wide
+    assert "  # check" in kernel_block(text, "blocky").split("block:")[0], text  # a device name in block: the guess
