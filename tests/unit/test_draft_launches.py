@@ -12,6 +12,7 @@ from kernelgen.expr import evaluate
 from kernelgen.launch_sites import geometry, launch_sites
 from kernelgen.loader import load_catalog
 
+from .test_class_members import TRAITS
 from .test_draft_classes import project, write_and_load
 
 SOURCE = """\
@@ -697,23 +698,7 @@ def test_a_class_type_template_argument_of_the_launches_is_fixed(tmp_path: Path)
     assert '    symbol: "attn<Cfg<64>, true>"\n' in text and '    grid: ["n", 1, 1]  # as the source' in text, text
 
 
-TRAITS_HEADER = """\
-#pragma once
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, typename elem_type = __half>
-struct Base_traits {
-    using Element = elem_type;
-    static constexpr int kNWarps = kNWarps_;
-    static constexpr int kNThreads = kNWarps * 32;
-};
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool Is_Q_in_regs_ = false,
-          typename elem_type = __half, typename Base = Base_traits<kHeadDim_, kBlockM_, kBlockN_, kNWarps_, elem_type>>
-struct Fwd_traits : public Base {
-    using Element = typename Base::Element;
-    static constexpr int kBlockM = kBlockM_;
-    static constexpr int kHeadDim = kHeadDim_;
-    static constexpr int kSmemSize = (kBlockM_ + 2 * kBlockN_) * kHeadDim * sizeof(Element);
-};
-"""
+TRAITS_HEADER = "#pragma once\n" + TRAITS  # (traits classes with a base, defaults, sizeof)
 TRAITS_SOURCE = """\
 #include <cuda_fp16.h>
 #include "traits.h"
