@@ -123,11 +123,8 @@ class ClassTable:
             return word
         target = _bound(" ".join(m.group(1).split()), binding)
         head, sep, last = target.rpartition("::")  # typename Base::Element: the base's alias
-        if sep and self._instance(head) is not None:
-            inner = self._instance(head)
-            assert inner is not None
-            return self._type(last, inner[0], inner[1], depth + 1)
-        return target
+        inner = self._instance(head) if sep else None
+        return self._type(last, inner[0], inner[1], depth + 1) if inner is not None else target
 
     def _evaluate(self, text: str, c: _Class, binding: dict[str, str], depth: int) -> int | None:
         found = scan(_TOKEN, text)
@@ -246,7 +243,7 @@ def _top_level(body: str) -> str:
     """``body`` with the contents of nested braces blanked (nested classes, function bodies), but
     those of enums and of a static member's braced initializer (``static constexpr int k{4};``)."""
     out: list[str] = []
-    keep: list[bool] = []  # per open brace: whether its contents stay (an enum's)
+    keep: list[bool] = []  # per open brace: whether its contents stay (an enum's, an initializer's)
     for i, ch in enumerate(body):
         if ch == "{":
             before = body[max(0, i - 200):i]
@@ -340,10 +337,23 @@ class _Calc:
         raise ValueError(f"unexpected {t!r}")
 
 
+_OPS = {"*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b,
+        "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "<": lambda a, b: int(a < b),
+        "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
+        "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b), "&": lambda a, b: a & b,
+        "^": lambda a, b: a ^ b, "|": lambda a, b: a | b, "&&": lambda a, b: int(bool(a) and bool(b)),
+        "||": lambda a, b: int(bool(a) or bool(b))}
+
+
 def _apply(op: str, a: int, b: int) -> int:
+    """``a op b`` as C++ computes it on 64-bit integers (a value or shift beyond them: ValueError)."""
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise ValueError("shift out of range")
     if op in ("/", "%"):
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # truncation toward zero
-        return q if op == "/" else a - q * b
-    return {"*": a * b, "+": a + b, "-": a - b, "<<": a << b, ">>": a >> b, "<": int(a < b), "<=": int(a <= b),
-            ">": int(a > b), ">=": int(a >= b), "==": int(a == b), "!=": int(a != b), "&": a & b, "^": a ^ b,
-            "|": a | b, "&&": int(bool(a) and bool(b)), "||": int(bool(a) or bool(b))}[op]
+        out = q if op == "/" else a - q * b
+    else:
+        out = _OPS[op](a, b)
+    if not -(1 << 63) <= out < (1 << 64):
+        raise ValueError("beyond 64 bits")
+    return out

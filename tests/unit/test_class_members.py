@@ -104,3 +104,9 @@ def test_type_sizes_and_scanning() -> None:
     rx = re.compile(r"\s*(\d+|[-+])")
     assert [m.group(1) for m in scan(rx, " 1 + 22 ") or []] == ["1", "+", "22"]
     assert scan(rx, "1 + x") is None
+
+
+def test_values_beyond_64_bits_have_none() -> None:
+    table = ClassTable("struct S { static constexpr long long kBig = 1 << 70; static constexpr long long kMul = "
+                       "(1LL << 62) * 8; static constexpr int kOk = (1 << 20) * 3; };")
+    assert (table.member("S", "kBig"), table.member("S", "kMul"), table.member("S", "kOk")) == (None, None, 3 << 20)
