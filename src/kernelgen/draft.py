@@ -1778,7 +1778,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
             body.append(f"    block: [{threads}, 1, 1]" + (
                 "  # check" if not from_bound else
-                f"  # its __launch_bounds__({g.max_threads}) for this instance" if threads != g.max_threads else ""))
+                f"  # its __launch_bounds__({g.max_threads}) for this instance" if "::" in (g.max_threads or "")
+                else ""))
             if cluster:
                 body.append(f"    cluster: [{', '.join(cluster)}]")
             if g.dynamic_smem is not None:
