@@ -1442,8 +1442,7 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     # Names: axes and arguments per kernel, then kernels (with instances and plan functions), then structs.
     public: set[str] = {"TARGET", "KILL_SWITCH"}
     plans = [_plan(g, scope, defined) for g in globs]
-    smem_max = _smem_limit(root)
-    device = _device_values(root)
+    smem_max, device = _target_limits(root)
     for pl in plans:
         pl.smem_max, pl.device = smem_max, device
     what: dict[str, str] = {module: "the module's name"}
@@ -2004,30 +2003,23 @@ def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[st
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 
 
-def _smem_limit(root: Path | None) -> int:
-    """The dynamic shared memory every target of ``root``'s specs/targets.yaml lets a block opt in
-    to (the least of theirs), or 48 KB (what any launch may take) where they do not say."""
-    found = []
-    try:
-        text = ((root or Path.cwd()) / "specs" / "targets.yaml").read_text(encoding="utf-8")
-        found = [int(v) for v in re.findall(r"^\s+max_shared_mem_per_block_optin\s*:\s*(\d+)", text, re.M)]
-    except OSError:
-        pass
-    return max(48 * 1024, min(found)) if found else 48 * 1024
-
-
-def _device_values(root: Path | None) -> dict[str, int]:
-    """Values of the spec's device names for trying a drafted launch: the least of the targets' of
-    ``root``'s specs/targets.yaml (a table without them: an H200's), kernel.blocks_per_sm 1."""
-    tables = []
+def _target_limits(root: Path | None) -> tuple[int, dict[str, int]]:
+    """From ``root``'s specs/targets.yaml: the dynamic shared memory every target lets a block opt
+    in to (the least of theirs that say; 48 KB, what any launch may take, where none says), and the
+    values of the spec's device names to try a drafted launch with (the least of the targets'; an
+    H200's where there is no table; kernel.blocks_per_sm 1)."""
+    targets = ()
     try:
         base = root or Path.cwd()
-        tables = [t.device_table() for t in load_targets(base / "specs" / "targets.yaml", base)]
+        targets = load_targets(base / "specs" / "targets.yaml", base)
     except (KernelgenError, OSError):
         pass
-    if not tables:
-        return dict(_DEVICE_DEFAULT)
-    return {**{n: min(tb[n] for tb in tables) for n in tables[0]}, "kernel.blocks_per_sm": 1}
+    said = [t.max_shared_mem_per_block_optin for t in targets if "max_shared_mem_per_block_optin" not in t.defaulted]
+    smem = max(48 * 1024, min(said)) if said else 48 * 1024
+    if not targets:
+        return smem, dict(_DEVICE_DEFAULT)
+    tables = [t.device_table() for t in targets]
+    return smem, {**{n: min(tb[n] for tb in tables) for n in tables[0]}, "kernel.blocks_per_sm": 1}
 
 
 # the device names' values where a project's targets do not give them (an H200's)
