@@ -1212,7 +1212,9 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                             "the spec cannot spell as an axis value): add its kernel by hand")
     if explicit:
         pl.guessed = False
-        guards = _guards(pl) if g.launched else {}
+        # (with explicit instantiations: where the source launches every one of them)
+        launched = {pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())) for s in g.sites}
+        guards = _guards(pl) if g.launched or all((tuple(f.items()), v) in launched for f, v in explicit) else {}
         groups: dict[tuple[tuple[tuple[str, str], ...], str | None], list[tuple[str, ...]]] = {}
         for fixed, values in explicit:
             rows = groups.setdefault((tuple(fixed.items()), guards.get((tuple(fixed.items()), values))), [])

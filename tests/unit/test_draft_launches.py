@@ -946,3 +946,29 @@ def test_what_the_launching_code_queries_of_the_device_is_the_specs_device_names
     assert "    grid: [device.sm_count * 2, 1, 1]  # as the source" in wide, wide
     assert "    shared_mem: device.max_shared_mem_optin // 2\n" in wide, wide
     assert "  # check" in kernel_block(text, "blocky").split("block:")[0], text  # a device name in block: the guess
+
+
+def test_launch_conditions_split_explicit_instantiations_the_source_launches(tmp_path: Path) -> None:
+    """Explicitly instantiated instances that the source launches under if / else are split by
+    those conditions (applies_if and a chain), as launched ones are; an explicit instance no launch
+    reaches keeps them comments."""
+    head = """
+    template <int BS> __global__ void rownorm(const float* x, float* y, int cols) {}
+    template __global__ void rownorm<32>(const float*, float*, int);
+    template __global__ void rownorm<1024>(const float*, float*, int);
+    """
+    body = """
+    void run(const float* x, float* y, int rows, int cols, cudaStream_t s) {
+      if (cols < 1024) rownorm<32><<<rows, 32, 0, s>>>(x, y, cols);
+      else rownorm<1024><<<rows, 1024, 0, s>>>(x, y, cols);
+    }
+    """
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    text = write_and_load(project(tmp_path / "a", {"csrc/k.cu": head + body}), ["csrc/k.cu"])["k"]
+    assert '    applies_if: ["cols < 1024"]  # as the source launches it' in kernel_block(text, "rownorm_1"), text
+    assert '    applies_if: ["not (cols < 1024)"]' in kernel_block(text, "rownorm_2"), text
+    assert "  rownorm: [rownorm_1, rownorm_2]" in text, text
+    extra = head + "template __global__ void rownorm<64>(const float*, float*, int);\n" + body
+    text = write_and_load(project(tmp_path / "b", {"csrc/k.cu": extra}), ["csrc/k.cu"])["k"]
+    assert "applies_if" not in text and "fallbacks:" not in text, text
