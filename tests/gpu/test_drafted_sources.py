@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import pytest
 
 from tests import drafted
@@ -28,11 +31,14 @@ TARGET = guards_build.current_target_or_skip()
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
-    return guards_build.build(tmp_path_factory, TARGET, populate=drafted.populate, name="drafted")
+    """The project's package for this target (imported as a package: its modules use its runtime)."""
+    target_dir = guards_build.build(tmp_path_factory, TARGET, populate=drafted.populate, name="drafted")
+    sys.path.insert(0, str(target_dir.parent.parent))
+    return importlib.import_module(f"{drafted.PACKAGE}.{TARGET}")
 
 
 def test_traits_sized_launches_run_as_the_source_launches_them(built) -> None:
-    fwd = guards_build.load(built, "fwd")
+    fwd = importlib.import_module(f"{built.__name__}.fwd")
     out = torch.zeros(2 * 8 * 8, device="cuda")
     launcher = getattr(fwd, drafted.FWD_128)
     assert launcher({"o": out.data_ptr(), "b": 2, "h": 8, "seqlen_q": 1000})
@@ -51,7 +57,7 @@ def test_traits_sized_launches_run_as_the_source_launches_them(built) -> None:
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_dispatched_dtypes_match_torch(built, dtype: str) -> None:
-    act = guards_build.load(built, "act")
+    act = importlib.import_module(f"{built.__name__}.act")
     dt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(7)
     x = (torch.randn(4, 1000, device="cuda", generator=gen) * 4).to(dt)
