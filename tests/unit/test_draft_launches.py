@@ -11,6 +11,7 @@ from pathlib import Path
 from kernelgen.expr import evaluate
 from kernelgen.launch_sites import geometry, launch_sites
 from kernelgen.loader import load_catalog
+from tests import drafted
 
 from .test_class_members import TRAITS
 from .test_draft_classes import project, write_and_load
@@ -699,49 +700,22 @@ def test_a_class_type_template_argument_of_the_launches_is_fixed(tmp_path: Path)
 
 
 TRAITS_HEADER = "#pragma once\n" + TRAITS  # (traits classes with a base, defaults, sizeof)
-TRAITS_SOURCE = """\
-#include <cuda_fp16.h>
-#include "traits.h"
-struct Params { const __half* q; __half* o; int b, h, seqlen_q; };
-template <typename Kernel_traits, bool Is_causal>
-__global__ void __launch_bounds__(Kernel_traits::kNThreads) fwd_kernel(Params params) {}
-
-template <typename Kernel_traits, bool Is_causal>
-void run_fwd(Params& params, cudaStream_t stream) {
-    constexpr size_t smem_size = Kernel_traits::kSmemSize;
-    const int num_m_block = (params.seqlen_q + Kernel_traits::kBlockM - 1) / Kernel_traits::kBlockM;
-    dim3 grid(num_m_block, params.b, params.h);
-    auto kernel = &fwd_kernel<Kernel_traits, Is_causal>;
-    kernel<<<grid, Kernel_traits::kNThreads, smem_size, stream>>>(params);
-}
-template <typename T>
-void run_hdim128(Params& params, cudaStream_t stream) {
-    run_fwd<Fwd_traits<128, 128, 64, 4, false, T>, false>(params, stream);
-}
-template void run_hdim128<__half>(Params&, cudaStream_t);
-void run_hdim64(Params& params, cudaStream_t stream) {
-    using Traits = Fwd_traits<64, 64, 32, 8>;
-    fwd_kernel<Traits, true><<<params.b, Traits::kNThreads, Traits::kSmemSize, stream>>>(params);
-}
-"""
-
-
 def test_members_of_traits_classes_give_the_geometry(tmp_path: Path) -> None:
     """A launch sized by the members of a traits class template (FlashAttention's style:
     Kernel_traits::kNThreads, the traits given to the launching function template by a function
     template that an explicit instantiation fixes, or a local alias) reads the members' values from
     the class declarations in the source's header, the template arguments through both callers."""
-    root = project(tmp_path, {"csrc/traits.h": TRAITS_HEADER, "csrc/fwd.cu": TRAITS_SOURCE})
-    text = write_and_load(root, ["csrc/fwd.cu"])["fwd"]
-    first = kernel_block(text, "fwd_fwd_traits_128_128_64_4_false_half_false")  # (no '__' in a name)
+    root = project(tmp_path, {f"csrc/{f.name}": f.read_text() for f in drafted.SOURCES.iterdir()})
+    text = write_and_load(root, ["csrc/fwd.cu"])["fwd"]  # (tests/fixtures/drafted: traits.h, fwd.cu)
+    first = kernel_block(text, drafted.FWD_128)  # (no '__' in a name)
     assert '    symbol: "fwd_kernel<Fwd_traits<128, 128, 64, 4, false, __half>, false>"\n' in first, first
     assert '    grid: ["div_ceil(params.seqlen_q, 128)", params.b, params.h]' in first, first
     assert "    block: [128, 1, 1]\n" in first and f"    shared_mem: {(128 + 128) * 128 * 2}\n" in first, first
     # the other instance, launched through a local alias: the alias's type, its own launch's geometry
-    second = kernel_block(text, "fwd_fwd_traits_64_64_32_8_true")
+    second = kernel_block(text, drafted.FWD_64)
     assert '    symbol: "fwd_kernel<Fwd_traits<64, 64, 32, 8>, true>"\n' in second, second
     assert "    grid: [params.b, 1, 1]" in second and "    block: [256, 1, 1]\n" in second, second
-    assert f"    shared_mem: {(64 + 64) * 64 * 2}\n" in second and "    skip_if: [params.b == 0]\n" in second, second
+    assert f"    shared_mem: {(64 + 64) * 64 * 4}\n" in second and "    skip_if: [params.b == 0]\n" in second, second
 
 
 def test_launch_bounds_of_a_traits_member_give_each_instance_its_block(tmp_path: Path) -> None:
