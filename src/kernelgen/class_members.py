@@ -23,12 +23,11 @@ from typing import ClassVar
 from kernelgen.kernel_source import closing, split_top
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
 
-# element types of libraries that kernels' traits often take, by their bytes
+# element types of libraries that kernels' traits often take, by their bytes (the registry's own
+# C++ spellings, half or size_t, come from kernelgen.types)
 _LIBRARY_SIZES = {"cutlass::half_t": 2, "cutlass::bfloat16_t": 2, "cutlass::float_e4m3_t": 1,
                   "cutlass::float_e5m2_t": 1, "cutlass::tfloat32_t": 4, "at::Half": 2, "at::BFloat16": 2,
-                  "c10::Half": 2, "c10::BFloat16": 2, "half": 2, "nv_bfloat16": 2, "char": 1,
-                  "unsigned char": 1, "signed char": 1, "short": 2, "unsigned short": 2, "long long": 8,
-                  "unsigned long long": 8, "size_t": 8, "std::size_t": 8}
+                  "c10::Half": 2, "c10::BFloat16": 2}
 _CLASS_HEAD = re.compile(r"\b(?:struct|class)\s+(?:(?:__align__|alignas)\s*\([^()]*\)\s*)?([A-Za-z_]\w*)\s*"
                          r"(?:final\s*)?(:[^;{]*)?\{")
 _USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?([^;]+);")
@@ -198,23 +197,32 @@ def _bound(text: str, binding: dict[str, str]) -> str:
     return re.sub(r"(?<![\w:.])[A-Za-z_]\w*\b", lambda w: binding.get(w.group(0), w.group(0)), text)
 
 
-def _template_params(text: str, start: int) -> tuple[tuple[str, bool, str | None], ...]:
-    """The parameters of the ``template <...>`` head right before ``text[start:]``, or none."""
+def template_head_before(text: str, start: int) -> str | None:
+    """The ``template <...>`` head right before ``text[start:]`` (a class template's), or None."""
     before = text[:start].rstrip()
     if not before.endswith(">"):
-        return ()
+        return None
     for m in reversed(list(re.finditer(r"\btemplate\s*<", before))):
         if closing(before, m.end(), "<>") == len(before) - 1:
-            out = []
-            for p in split_top(before[m.end():-1]):
-                decl, eq, default = p.partition("=")
-                words = re.findall(r"[A-Za-z_]\w*", decl)
-                if not words:
-                    return ()
-                is_type = words[0] in ("typename", "class") or words[0] == "template"
-                out.append((words[-1], is_type, " ".join(default.split()) if eq else None))
-            return tuple(out)
-    return ()
+            return before[m.start():]
+    return None
+
+
+def _template_params(text: str, start: int) -> tuple[tuple[str, bool, str | None], ...]:
+    """The parameters of the ``template <...>`` head right before ``text[start:]``: (name, whether
+    it is a type, its default as written), or none."""
+    head = template_head_before(text, start)
+    if head is None:
+        return ()
+    out = []
+    for p in split_top(head[head.index("<") + 1:-1]):
+        decl, eq, default = p.partition("=")
+        words = re.findall(r"[A-Za-z_]\w*", decl)
+        if not words:
+            return ()
+        is_type = words[0] in ("typename", "class") or words[0] == "template"
+        out.append((words[-1], is_type, " ".join(default.split()) if eq else None))
+    return tuple(out)
 
 
 def _declared(body: str, member: str) -> str | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernelgen import expr
-from kernelgen.class_members import ClassTable
+from kernelgen.class_members import ClassTable, template_head_before
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
     Macros,
@@ -57,6 +57,7 @@ from kernelgen.launch_sites import (
     geometry,
     helper_functions,
     launches,
+    put_names,
 )
 from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, load_targets, reserved_reason
 from kernelgen.model import DEVICE_NAMES
@@ -331,13 +332,8 @@ def _records(text: str) -> dict[str, _Record]:
 def _class_template_params(text: str, start: int) -> tuple[str, ...]:
     """The parameter names of the ``template <...>`` head right before ``text[start:]`` (a class
     template's), or none."""
-    before = text[:start].rstrip()
-    if not before.endswith(">"):
-        return ()
-    for m in reversed(list(_TEMPLATE_HEAD.finditer(before))):
-        if closing(before, m.end(), "<>") == len(before) - 1:
-            return tuple(t.name for t in _template_head(before[m.start():]))
-    return ()
+    head = template_head_before(text, start)
+    return tuple(t.name for t in _template_head(head)) if head is not None else ()
 
 
 def _split_members(body: str) -> list[str]:
@@ -819,9 +815,9 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                 if out[key].max_threads is None:
                     out[key].max_threads = threads
     # the class types of the sources and their headers, whose integer members launches name
-    every_text = [*(blank_literals(strip_comments(h)) for h in headers), *(p.text for p in prepared)]
-    classes = ClassTable("\n".join(every_text), defined)
-    sites = launches(prepared[0].text, every, classes, helper_functions("\n".join(every_text)))
+    every_text = "\n".join([*(blank_literals(strip_comments(h)) for h in headers), *(p.text for p in prepared)])
+    classes = ClassTable(every_text, defined)
+    sites = launches(prepared[0].text, every, classes, helper_functions(every_text))
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
         g.sites = sites.get(g.name, [])
@@ -1213,7 +1209,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
     if explicit:
         pl.guessed = False
         # (with explicit instantiations: where the source launches every one of them)
-        launched = {pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())) for s in g.sites}
+        launched = {_instance_of(pl, s) for s in g.sites}
         guards = _guards(pl) if g.launched or all((tuple(f.items()), v) in launched for f, v in explicit) else {}
         groups: dict[tuple[tuple[tuple[str, str], ...], str | None], list[tuple[str, ...]]] = {}
         for fixed, values in explicit:
@@ -1241,6 +1237,11 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
     return pl
 
 
+def _instance_of(pl: _Plan, site: LaunchSite) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]] | None:
+    """The instance (fixed arguments, axis values) a launch's template arguments make, or None."""
+    return pl.values_of.get(tuple(" ".join(a.split()) for a in site.template_args or ()))
+
+
 def _guards(pl: _Plan) -> dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str]:
     """Where the launching functions choose among the instances they launch with conditions that
     differ between them (if / else, switch): each instance's (fixed arguments, axis values) ->
@@ -1248,7 +1249,7 @@ def _guards(pl: _Plan) -> dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...
     the conditions do not split the instances."""
     where: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], list[str]] = {}
     for site in pl.g.sites:
-        key = pl.values_of.get(tuple(" ".join(a.split()) for a in site.template_args or ()))
+        key = _instance_of(pl, site)
         if key is not None:
             where.setdefault(key, []).append(" ".join(site.guard.split()) if site.guard else "")
     out = {k: "" if "" in v else " || ".join(dict.fromkeys(f"({c})" if len(set(v)) > 1 else c for c in v))
@@ -1719,8 +1720,7 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         launch_of = functools.partial(_launch, pl, args, int_max, launch_driver, read, members, count_names)
         launch = first = launch_of()
         if split:  # every entry's launch under its condition; the host arguments of them all
-            guarded = [launch] + [_launch(pl, args, int_max, launch_driver, read, members, count_names, e)
-                                  for e in pl.entries[1:]]
+            guarded = [launch] + [launch_of(e) for e in pl.entries[1:]]
             if launch is not None:
                 union = {n: t for got in guarded if got is not None for n, t in got[0].host_args}
                 union.update(dict(launch[0].host_args))
@@ -1821,8 +1821,7 @@ def _bound_threads(g: Global, entry: _Entry) -> tuple[str, bool]:
     entry's template arguments (``Kernel_traits::kNThreads``); else 256. And whether it is the bound."""
     bound = g.max_threads
     if bound and not bound.isdigit() and g.classes is not None:
-        value = g.classes.put(re.sub(r"\b[A-Za-z_]\w*\b", lambda w: entry.fixed.get(w.group(0), w.group(0)),
-                                     bound)).strip()
+        value = g.classes.put(put_names(bound, entry.fixed)).strip()
         bound = value if value.isdigit() else bound
     if bound and (bound.isdigit() or bound in {t.name for t in g.template if t.kind == "int"}):
         return bound, True
@@ -1877,7 +1876,7 @@ def _launch_conditions(pl: _Plan, entry: _Entry) -> list[str]:
     fixed = tuple(entry.fixed.items())
     where: dict[tuple[str, ...], list[str]] = {}
     for site in pl.g.sites:
-        key = pl.values_of.get(tuple(" ".join(a.split()) for a in site.template_args or ()))
+        key = _instance_of(pl, site)
         if key is not None and key[0] == fixed:
             where.setdefault(key[1], []).append(" ".join(site.guard.split()) if site.guard else "")
     if not any(g for gs in where.values() for g in gs):
@@ -1908,8 +1907,8 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     sites = pl.g.sites
     if entry is not None and (entry.guard is not None or len(pl.entries) > 1):
         combos = {tuple(c) for c in entry.combinations()}
-        own = [s for s in sites if (k := pl.values_of.get(tuple(" ".join(a.split()) for a in s.template_args or ())))
-               is not None and k[0] == tuple(entry.fixed.items()) and k[1] in combos]
+        own = [s for s in sites if (k := _instance_of(pl, s)) is not None and k[0] == tuple(entry.fixed.items())
+               and k[1] in combos]
         if own or entry.guard is not None:  # (entries of other fixed values: their own launches, where found)
             sites = own
     if not sites:

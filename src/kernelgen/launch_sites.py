@@ -21,25 +21,33 @@ draft's guess:
   such a struct (``Params p{x, n};``, ``p.n = n;``); a name or number it gives an integer template
   parameter that is an axis becomes the axis (``k<WARP_SIZE><<<rows, WARP_SIZE>>>``), a constant
   of the sources (``#define``, ``constexpr``; qualified too, ``cfg::kThreads``, by its last name)
-  its value;
+  its value, an integer member of a class or class template instance (``Kernel_traits::kNThreads``)
+  its value (kernelgen.class_members), and what the launching code queries of the device
+  (``cudaDeviceGetAttribute``, ``cudaDeviceProp``'s members, the occupancy) the spec's
+  ``device.*`` names and ``kernel.blocks_per_sm``;
 - an integer (or bool) parameter of the launching function that the kernel does not take, and an
   integer variable whose value the spec cannot compute (``input.numel() / d``) or which is set
   again before the launch (``nth *= 2``), become host arguments (``host_args``: the caller gives
   them);
 - the source's function-like macros are expanded where the configuration or a variable uses
-  them (``CEIL_DIV(n, 256)``), and where a launch is inside an invocation's arguments (a dispatch
+  them (``CEIL_DIV(n, 256)``), where a launch is inside an invocation's arguments (a dispatch
   macro: ``BOOL_SWITCH(c, kEven, [&] { k<kEven><<<...>>>(...); })``, whose branches' ``constexpr
-  static bool kEven = true;`` give the template argument its value);
+  static bool kEven = true;`` give the template argument its value) and where a macro's body
+  launches (``LAUNCH(8);``); a launch inside one of PyTorch's dispatch macros stands for each
+  type it gives ``scalar_t``;
 - a launch inside a function template whose template arguments are that function's stands for
-  each set of values the source gives the function (explicit instantiations, calls); a launch
-  through a variable naming the kernel (``auto kernel = &k<T, true>;``) is a launch of ``k``;
+  each set of values the source gives the function (explicit instantiations, calls, also through
+  the function templates that call it); a launch through a variable naming the kernel (``auto
+  kernel = &k<T, true>;``) is a launch of ``k``;
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
-  dropped, products of numbers folded), and in the condition of the ``if`` / ``else`` / ``switch``
-  around the launch its comparisons and ``&&``, ``||``, ``!`` too (``and``, ``or``, ``not``; an
-  integer tested as a truth value compared with 0); anything else (a member call such as
-  ``x.size(0)``, ``?:``, ``<<``, a float) in the grid or the block leaves the draft's guess in
-  place, in the shared memory a 0 marked ``check``, in the condition a ``check`` comment.
+  dropped, products of numbers folded, ``c ? a : b`` as ``a if c else b``, a call of a one-line
+  integer function of the sources expanded, a library's ``ceil_div`` as ``div_ceil``), and in the
+  condition of the ``if`` / ``else`` / ``switch`` around the launch its comparisons and ``&&``,
+  ``||``, ``!`` too (``and``, ``or``, ``not``; an integer tested as a truth value compared with 0);
+  anything else (a member call such as ``x.size(0)``, ``<<``, a float) in the grid or the block
+  leaves the draft's guess in place, in the shared memory a 0 marked ``check``, in the condition
+  a ``check`` comment.
 
 What is read is text, as the rest of the draft reads it: comments removed, no preprocessor
 conditionals evaluated, the launching function found as the outermost braces around the launch
@@ -48,6 +56,7 @@ that follow a parameter list.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -226,8 +235,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
             # constexpr static bool IsEven = true;, the last declaration before the launch): its value
             consts = {m.group(1): m.group(2) for m in _CONSTEXPR_LOCAL.finditer(text, body_start, pos)}
             if consts and site.template_args:
-                site.template_args = [re.sub(r"\b[A-Za-z_]\w*\b", lambda w: consts.get(w.group(0), w.group(0)), a)
-                                      for a in site.template_args]
+                site.template_args = [put_names(a, consts) for a in site.template_args]
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
             _read_aggregates(text[body_start:pos], site)
         if via is not None and via[0] == "array":
@@ -320,7 +328,7 @@ def dispatched(site: LaunchSite) -> list[LaunchSite]:
     arguments; ``site`` alone where it is in none or they do not use ``scalar_t``."""
     if site.dispatch is None or not any(re.search(r"\bscalar_t\b", a) for a in site.template_args or ()):
         return [site]
-    return [replace(site, template_args=[_put(a, {"scalar_t": ty}) for a in site.template_args or ()])
+    return [replace(site, template_args=[put_names(a, {"scalar_t": ty}) for a in site.template_args or ()])
             for ty in site.dispatch[1]]
 
 
@@ -424,10 +432,10 @@ def _through_caller(text: str, binding: dict[str, str], at: int, depth: int) -> 
     if outer is None or not any(re.search(rf"\b{p}\b", v) for p in outer[1] for v in binding.values()):
         return [binding]
     given = _bindings(text, outer, head_end, depth + 1)  # type: ignore[arg-type]
-    return [{k: _put(v, g) for k, v in binding.items()} for g in given] or [binding]
+    return [{k: put_names(v, g) for k, v in binding.items()} for g in given] or [binding]
 
 
-def _put(text: str, binding: dict[str, str]) -> str:
+def put_names(text: str, binding: dict[str, str]) -> str:
     """``text`` with the names of ``binding`` replaced by their values."""
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda w: binding.get(w.group(0), w.group(0)), text)
 
@@ -488,7 +496,7 @@ def _with_members(site: LaunchSite, classes: ClassTable, aliases: dict[str, str]
 
     def put(text: str) -> str:
         return classes.put(text, aliases)
-    targs = [put(_put(a, aliases)) for a in site.template_args] if site.template_args is not None else None
+    targs = [put(put_names(a, aliases)) for a in site.template_args] if site.template_args is not None else None
     return replace(site, template_args=targs,
                    config=[put(c) for c in site.config], locals={k: put(v) for k, v in site.locals.items()},
                    dims={k: [put(x) for x in v] for k, v in site.dims.items()})
@@ -500,16 +508,19 @@ def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[Laun
     parameters (:func:`_bindings`), put into its template arguments, configuration and the
     variables it uses; ``site`` alone where there are none."""
     out = []
+    def kept(value: str) -> bool:  # an integer or an element type: an axis's value
+        return bool(re.fullmatch(r"-?\d+", value)) or " ".join(value.split()) in CPP_TYPES
+
     for b in bindings:
         # a parameter passed whole as an integer or element-type template argument keeps its name
         # (the axis's; sizeof(T) the type axis's)
-        whole = {i: a.strip() for i, a in enumerate(site.template_args or ()) if re.fullmatch(
-            r"-?\d+", b.get(a.strip(), "")) or " ".join(b.get(a.strip(), "").split()) in CPP_TYPES}
+        whole = {i: a.strip() for i, a in enumerate(site.template_args or ()) if kept(b.get(a.strip(), ""))}
         c = {k: v for k, v in b.items() if k not in whole.values()}
-        out.append(replace(site, template_args=[_put(a, b) for a in site.template_args or ()],
-                           config=[_put(x, c) for x in site.config], written=[_put(x, b) for x in site.written],
-                           locals={k: _put(v, c) for k, v in site.locals.items()},
-                           dims={k: [_put(x, c) for x in v] for k, v in site.dims.items()}, passed_params=whole))
+        out.append(replace(site, template_args=[put_names(a, b) for a in site.template_args or ()],
+                           config=[put_names(x, c) for x in site.config],
+                           written=[put_names(x, b) for x in site.written],
+                           locals={k: put_names(v, c) for k, v in site.locals.items()},
+                           dims={k: [put_names(x, c) for x in v] for k, v in site.dims.items()}, passed_params=whole))
     return out or [site]
 
 
@@ -1145,9 +1156,7 @@ def _call(word: str, args: list[str], scope: _Scope, depth: int) -> str | None:
     sources with its arguments put in, or a library's ceil-division as ``div_ceil``; None else."""
     found = scope.functions.get(word) or scope.functions.get(word.rsplit("::", 1)[-1])
     if found is not None and len(found[0]) == len(args):
-        body = re.sub(r"\b[A-Za-z_]\w*\b", lambda w: f"({args[found[0].index(w.group(0))]})"
-                      if w.group(0) in found[0] else w.group(0), found[1])
-        inner = _spec_expr(body, scope, depth + 1)
+        inner = _spec_expr(put_names(found[1], {p: f"({a})" for p, a in zip(found[0], args)}), scope, depth + 1)
         return _atom(inner) if inner is not None else None
     if word.removeprefix("::") in _CEIL_DIVS and len(args) == 2:
         a, b = (_spec_expr(x, scope, depth + 1) for x in args)
@@ -1255,8 +1264,6 @@ def _truthy(condition: str) -> str | None:
     """A spec condition in which an integer that C++ tests as a truth value (``if (wide)``, ``!n``,
     ``n && m``) is compared with 0 (``wide != 0``), as the spec's integers are no truth values;
     None where it is not one condition."""
-    import ast
-
     try:
         tree = ast.parse(condition, mode="eval")
     except SyntaxError:
