@@ -1921,8 +1921,18 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     instances = [dict(zip(order, combo)) for combo in (entry.combinations() if entry is not None else [[]])]
     types = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
              if t.kind == "type" and t.name in pl.axis_names}
-    found = [g for g in (geometry(site, params, pl.constants, taken, axes, types, members) for site in sites)
-             if g is not None and all(_usable(n) for n, _ in g.host_args)]
+    def read(literals: bool) -> list[Geometry]:
+        return [g for g in (geometry(site, params, pl.constants, taken, axes, types, members, literals)
+                            for site in sites) if g is not None and all(_usable(n) for n, _ in g.host_args)]
+
+    # A number the launch gives an integer parameter (k<256><<<g, 256>>>) is that parameter in
+    # the geometry only where that makes the launches' geometries one (k<128> / k<256>, each with
+    # its own block): k<1, 2><<<dim3(g, 1, 2), 256>>> keeps its 1 and 2 wherever that already does.
+    found = read(False)
+    if len({(g.grid, g.block, g.shared_mem) for g in found}) > 1:
+        named = read(True)
+        if len({(g.grid, g.block, g.shared_mem) for g in named}) < len({(g.grid, g.block, g.shared_mem) for g in found}):
+            found = named
     if entry is None or not entry.guard:  # (a condition only where it tells the instances apart)
         found = [replace(g, condition=None) for g in found]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})

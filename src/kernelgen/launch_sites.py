@@ -701,7 +701,8 @@ def _launch_config(body: str, cfg: str) -> list[str]:
 
 def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: dict[str, int],
              taken: set[str], axes: dict[int, str] | None = None,
-             type_axes: dict[int, str] | None = None, members: dict[str, list[str]] | None = None) -> Geometry | None:
+             type_axes: dict[int, str] | None = None, members: dict[str, list[str]] | None = None,
+             literals: bool = True) -> Geometry | None:
     """``site``'s geometry over the kernel's parameters ``params`` (per parameter in order: its
     spec name and spec type), or None where the grid or the block is not
     written in what the spec can say. ``constants``: the sources' integer constants; ``taken``: the
@@ -711,9 +712,15 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     ``type_axes``: the type axes so, for ``sizeof`` (``sizeof(scalar_t)`` -> ``sizeof(scalar)``);
     ``members``: the members of the struct arguments in declaration order, by the argument's spec
     name, so that a name the launching function puts into a member of a struct it passes (``Params
-    p{x, n};``, ``p.n = n;``) is that argument's field (``p.n``)."""
-    bound = {" ".join(site.template_args[i].split()): a for i, a in (axes or {}).items()
-             if site.template_args is not None and i < len(site.template_args) and i not in site.passed_params}
+    p{x, n};``, ``p.n = n;``) is that argument's field (``p.n``). With ``literals`` False, an
+    integer literal the launch gives an axis (``k<4><<<n / 4, 256>>>``) stays a number in the
+    geometry: the same number elsewhere in it need not be that parameter."""
+    bound: dict[str, str] = {}
+    for i, a in (axes or {}).items():
+        if site.template_args is not None and i < len(site.template_args) and i not in site.passed_params:
+            arg = " ".join(site.template_args[i].split())
+            if literals or not arg.isdigit():
+                bound[arg] = a
     # the launching function's parameters passed whole as template arguments: the axis, else the value
     for i, pname in site.passed_params.items():
         value = " ".join((site.template_args or [])[i].split()) if i < len(site.template_args or []) else None

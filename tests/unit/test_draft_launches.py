@@ -946,3 +946,28 @@ def test_launch_conditions_split_explicit_instantiations_the_source_launches(tmp
     extra = head + "template __global__ void rownorm<64>(const float*, float*, int);\n" + body
     text = write_and_load(project(tmp_path / "b", {"csrc/k.cu": extra}), ["csrc/k.cu"])["k"]
     assert "applies_if" not in text and "fallbacks:" not in text, text
+
+
+def test_a_number_given_a_template_parameter_is_that_parameter_only_where_the_launches_need_it(tmp_path: Path) -> None:
+    """k<1, 2> and k<2, 1> launched over one dim3(g, 1, 2) with 2 * 1024 bytes: the numbers stay
+    numbers (not UNROLL and VEC by their values, which gave k<2, 1> half the shared memory and a
+    grid of [g, 2, 1]); b<128> and b<256> launched with blocks of 128 and 256 threads: the block is
+    the parameter, one geometry for both."""
+    source = """
+    template <int UNROLL, int VEC> __global__ void k(float* x, int n) {}
+    template <int BS> __global__ void b(float* x, int n) {}
+    void h(float* x, int n, cudaStream_t s) {
+      dim3 grid((n + 255) / 256, 1, 2);
+      k<1, 2><<<grid, 256, 2 * 1024, s>>>(x, n);
+      k<2, 1><<<grid, 256, 2 * 1024, s>>>(x, n);
+      b<128><<<n, 128, 0, s>>>(x, n);
+      b<256><<<n, 256, 0, s>>>(x, n);
+    }
+    """
+    root = project(tmp_path, {"csrc/u.cu": source})
+    text = write_and_load(root, ["csrc/u.cu"])["u"]
+    k = kernel_block(text, "k")
+    assert '    grid: ["div_ceil(n, 256)", 1, 2]  # as the source' in k, k
+    assert "    shared_mem: 2048\n" in k and "geometries" not in k, k
+    b = kernel_block(text, "b")
+    assert "    block: [BS, 1, 1]\n" in b, b
