@@ -60,6 +60,33 @@ kernels:
     block: [256, 1, 1]
     examples:
       - {n: 64}
+  relu_vec4:
+    symbol: relu_vec4_kernel
+    summary: Four floats a thread, as float4.
+    args:
+      x: {type: const f32x4*, size: n // 4}
+      y: {type: f32x4*, size: n // 4}
+      n: u32
+    grid: ["div_ceil(n // 4, 256)", 1, 1]
+    block: [256, 1, 1]
+    skip_if: [n == 0]
+    applies_if: [n % 4 == 0]
+    examples:
+      - {n: 64}
+  relu_scalar:
+    symbol: relu_scalar_kernel
+    summary: One float a thread.
+    args:
+      x: {type: const f32*, size: n}
+      y: {type: f32*, size: n}
+      n: u32
+    grid: ["div_ceil(n, 256)", 1, 1]
+    block: [256, 1, 1]
+    skip_if: [n == 0]
+    examples:
+      - {n: 64}
+fallbacks:
+  relu: [relu_vec4, relu_scalar]
 """
 
 KERNELS = """#include <cuda_bf16.h>
@@ -72,6 +99,9 @@ __global__ void typed_kernel(const float* x, const __nv_bfloat16* h, const doubl
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n / 4) v[i].x = x[i] + __bfloat162float(h[i]) + (d ? static_cast<float>(d[i]) : 0.f) + b[i] + s[i];
 }
+
+__global__ void relu_vec4_kernel(const float4* x, float4* y, uint32_t n) {}
+__global__ void relu_scalar_kernel(const float* x, float* y, uint32_t n) {}
 
 template <typename T>
 __global__ void conv_kernel(const T* x, float* y, uint32_t n) {
@@ -354,3 +384,38 @@ print(m.typed.plan(n=2**32 - 1, rows=2, stride=2**32 - 1)['sizes'])
         "{'x': 32, 'h': 32, 'd': 32, 'v': 8, 'b': 32, 'raw': 32, 'big': 8589934592}",
         "None",
     ]
+
+
+def test_a_chain_of_vector_and_scalar_members_takes_lane_arrays_member_by_member(built: Path) -> None:
+    """relu: [relu_vec4 (f32x4), relu_scalar (f32)]: a float32 array is either; the first member
+    whose arrays suit its element type (count, alignment) and whose rules apply runs, and plan's
+    sizes count the planned member's elements. An integer pointer, which carries no dtype, is still
+    refused."""
+    out = _run(built, """
+def ran(label, call):
+    try:
+        call()
+        print(label, 'returned')
+    except kernelgen_ops.ArgumentError as e:
+        print(label, 'ArgumentError', e.argument, '|', str(e).split(': ', 2)[-1])
+    except kernelgen_ops.LaunchError as e:
+        print(label, 'launch of', e.kernel)
+ran('aligned', lambda: m.relu(A('<f4', (64,)), A('<f4', (64,), ptr=2 * P), 64))
+ran('misaligned', lambda: m.relu(A('<f4', (64,), ptr=P + 4), A('<f4', (64,), ptr=2 * P), 64))
+ran('n 62', lambda: m.relu(A('<f4', (64,)), A('<f4', (64,), ptr=2 * P), 62))
+ran('count 62', lambda: m.relu(A('<f4', (62,)), A('<f4', (64,), ptr=2 * P), 62))
+ran('short', lambda: m.relu(A('<f4', (32,)), A('<f4', (64,), ptr=2 * P), 64))
+ran('f64', lambda: m.relu(A('<f8', (64,)), A('<f8', (64,), ptr=2 * P), 64))
+ran('int', lambda: m.relu(P, 2 * P, 64))
+print(m.relu.plan(n=64)['kernel'], m.relu.plan(n=64)['sizes'], m.relu.plan(n=62)['kernel'], m.relu.plan(n=62)['sizes'])
+""")
+    assert out[:6] == [
+        "aligned launch of relu_vec4",
+        "misaligned launch of relu_scalar",
+        "n 62 launch of relu_scalar",
+        "count 62 launch of relu_scalar",
+        "short ArgumentError x | array has 8 elements but the kernel accesses 16 (of f32x4: 128 bytes, 256 needed)",
+        "f64 returned",
+    ], out
+    assert out[6].startswith("int ArgumentError x | an integer device pointer carries no dtype"), out
+    assert out[7] == "relu_vec4 {'x': 16, 'y': 16} relu_scalar {'x': 62, 'y': 62}", out

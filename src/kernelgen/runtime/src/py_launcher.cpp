@@ -262,10 +262,13 @@ bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
 // members left apart: where those members differ in a key's element type (void* aside, which
 // takes any array) and the arrays admit several of them (an integer pointer carries no dtype;
 // a typestr such as |V1 or |u1 fits fp8_e4m3, fp8_e5m2, u8 ...), the call is refused naming the
-// candidates. Returns 1 when no member takes the arrays' element types, 0, or -1 with an error
-// set.
+// candidates. Except where the element types an array fits are one lane type's vectors and
+// perhaps that type itself (f32x4 and f32: a float32 array is either, its count and alignment
+// aside): there the members are tried in order, each with its own element types (*by_member set;
+// launcher_call). Returns 1 when no member takes the arrays' element types, 0, or -1 with an
+// error set.
 int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, uint8_t* elem_of_arg,
-                const CallState* cs) {
+                const CallState* cs, bool* by_member) {
   const int32_t nmembers = s->nkernels - 1;
   for (int32_t k = 0; k < s->nkeys; ++k) {
     uint8_t cand[32];
@@ -293,7 +296,8 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
     uint8_t chosen = 0;
     bool differ = false;  // the members left differ in this key's element type
     std::string typed, members;  // their typed element types (void* aside), and a member taking each
-    int32_t ntyped = 0;
+    int32_t ntyped = 0, scalars = 0;
+    int32_t lane_bits = -1;  // the typed ones' bits a lane, when they agree (else 0)
     uint8_t example = 0;  // a typed candidate with a torch dtype, for the message
     for (int32_t m = first; m < nmembers; ++m) {
       const uint8_t e = s->member_types[m * s->nkeys + k];
@@ -306,6 +310,9 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
       members += std::string(members.empty() ? "" : ", ") + s->kernels[m]->name;
       if (example == 0 && kElems[e].ntorch > 0) example = e;
       ++ntyped;
+      scalars += kElems[e].lanes == 1;
+      const int32_t bits = kElems[e].bits / kElems[e].lanes;
+      lane_bits = lane_bits < 0 || lane_bits == bits ? bits : 0;
     }
     int32_t named = -1;  // the argument an error names: the first given one that is not None
     for (int32_t i = 0; i < s->nargs; ++i) {
@@ -318,6 +325,10 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
     // dtype fits several typed element types they take (an array of any dtype suits void*).
     const bool untyped = slots[named] == Py_None || is_integer(slots[named], true);
     if (untyped ? !differ : ntyped < 2) continue;
+    if (!untyped && lane_bits > 0 && scalars <= 1) {  // one lane type's vectors (and itself)
+      *by_member = true;
+      continue;
+    }
     std::string d = untyped ? "an integer device pointer carries no dtype" : "the arrays' dtype fits several element types";
     d += std::string(", and the kernels this call can launch differ in its element type ") + s->keys[k].name + " (" +
          typed + "); pass an array whose dtype names one (";
@@ -329,6 +340,14 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
   return 0;
 }
 
+// launcher_call's result for a typing of the arrays that does not serve the call (its arrays'
+// count or alignment, or its plan), where the next member's may.
+char try_next_tag;
+PyObject* const kTryNext = reinterpret_cast<PyObject*>(&try_next_tag);
+
+PyObject* call_typed(Launcher* self, PyObject* const* slots, CallState* cs, bool keyed, const uint32_t* masks,
+                     const uint8_t* elem_of_arg, bool more);
+
 PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   const LauncherSpec* s = self->spec;
@@ -338,23 +357,69 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
   CallState cs;
   if (early_stream(s, stream_obj, slots, s->nargs, &cs) < 0) return nullptr;
-  Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
-  int64_t numels[kMaxArgs];
-  alignas(128) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
-  uint32_t struct_used = 0;
   // Launchers with dtype keys: each keyed argument is converted as the element type of the
   // first member its dtype admits (elem_of_arg, set only when keyed).
   const bool keyed = s->nkeys > 0;
   uint8_t elem_of_arg[kMaxArgs];
+  uint32_t masks[kMaxArgs];
+  bool by_member = false;
   if (keyed) {
     for (int32_t i = 0; i < s->nargs; ++i) elem_of_arg[i] = 0;
-    uint32_t masks[kMaxArgs];
-    const int rc = pick_dtypes(s, slots, masks, elem_of_arg, &cs);
+    const int rc = pick_dtypes(s, slots, masks, elem_of_arg, &cs, &by_member);
     if (rc < 0) return nullptr;
     if (rc > 0) {
       const int32_t own = s->nkernels - 1;
       return not_launched_or_raise(self, s->kernels[own], own, KG_CODE(KG_NL_NO_INSTANCE, 0));
     }
+  }
+  if (!by_member) return call_typed(self, slots, &cs, keyed, masks, elem_of_arg, false);
+  // Arrays that read as one lane type's vectors or that type (f32x4 or f32): each member's
+  // element types in chain order, the first whose arrays suit them (count, alignment) and whose
+  // plan launches; the last tried reports.
+  const int32_t nmembers = s->nkernels - 1;
+  int32_t last = -1;
+  for (int32_t m = nmembers - 1; m >= 0 && last < 0; --m) {
+    if (member_matches(s, m, masks)) last = m;
+  }
+  for (int32_t m = 0; m <= last; ++m) {
+    if (!member_matches(s, m, masks)) continue;
+    bool seen = false;  // an earlier member of the same element types: tried with it
+    for (int32_t j = 0; j < m && !seen; ++j) {
+      if (!member_matches(s, j, masks)) continue;
+      seen = std::memcmp(&s->member_types[j * s->nkeys], &s->member_types[m * s->nkeys], s->nkeys) == 0;
+    }
+    if (seen) continue;
+    uint32_t own[kMaxArgs];
+    uint8_t elems[kMaxArgs];
+    for (int32_t k = 0; k < s->nkeys; ++k) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      own[k] = e != 0 ? masks[k] & (1u << e) : masks[k];
+      for (int32_t i = 0; i < s->nargs; ++i) {
+        if ((s->keys[k].args >> i) & 1u) elems[i] = e != 0 ? e : elem_of_arg[i];
+      }
+    }
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      bool key = false;
+      for (int32_t k = 0; k < s->nkeys && !key; ++k) key = (s->keys[k].args >> i) & 1u;
+      if (!key) elems[i] = 0;
+    }
+    PyObject* r = call_typed(self, slots, &cs, keyed, own, elems, m < last);
+    if (r != kTryNext) return r;
+  }
+  return nullptr;  // (unreached: the last member's call reports)
+}
+
+// The call, its keyed arrays converted as elem_of_arg's element types and its members limited
+// to masks' (keyed). With `more`, arrays that do not suit those element types and a plan that does
+// not launch give kTryNext, no error.
+PyObject* call_typed(Launcher* self, PyObject* const* slots, CallState* cs, bool keyed, const uint32_t* masks,
+                     const uint8_t* elem_of_arg, bool more) {
+  const LauncherSpec* s = self->spec;
+  Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
+  int64_t numels[kMaxArgs];
+  alignas(128) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
+  uint32_t struct_used = 0;
+  if (keyed) {
     for (int32_t k = 0; k < s->nkeys; ++k) values[s->nargs + k].u = masks[k];
   }
   for (int32_t i = 0; i < self->ncall; ++i) {
@@ -392,8 +457,17 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       continue;
     }
     int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
-                               : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
+                               : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], cs);
+    if (rc < 0 && more && keyed && elem_of_arg[i] != 0) {  // (its count or alignment for these vectors)
+      PyErr_Clear();
+      return kTryNext;
+    }
     if (rc < 0) return nullptr;
+  }
+  if (more) {  // the plan of these element types' members
+    kg_plan p{};
+    int32_t kidx = 0;
+    if (s->plan(values, &p, &kidx) != KG_LAUNCHED) return kTryNext;
   }
   for (int32_t i = self->ncall; i < s->nargs; ++i) {  // the derived ones, from their structs
     read_field(s->args[i], static_cast<const unsigned char*>(values[s->args[i].from_arg].p), &values[i]);
@@ -437,13 +511,30 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       }
     }
   }
-  void* stream = launch_stream(&cs);
+  void* stream = launch_stream(cs);
   const kg_kernel_info* ran = nullptr;
   const int32_t code = s->launch(values, stream, &ran);
   if (code == KG_LAUNCHED) {
     return outcome(self, ran ? kernel_index(s, ran) : 0, code);
   }
   return not_launched_or_raise(self, ran, ran ? kernel_index(s, ran) : 0, code);
+}
+
+// Each key's mask (masks) narrowed to member m's element type where another member the masks
+// admit takes that key as vectors of the same lane type, or as that lane type (f32x4 beside f32).
+void narrow_to_lanes(const LauncherSpec* s, int32_t m, Value* masks) {
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    const uint8_t e = s->member_types[m * s->nkeys + k];
+    if (e == 0) continue;
+    for (int32_t j = 0; j < s->nkernels - 1; ++j) {
+      const uint8_t o = s->member_types[j * s->nkeys + k];
+      if (o == 0 || o == e || (masks[k].u & (1u << o)) == 0) continue;
+      if (kElems[o].lanes != kElems[e].lanes && kElems[o].bits / kElems[o].lanes == kElems[e].bits / kElems[e].lanes) {
+        masks[k].u &= 1u << e;
+        break;
+      }
+    }
+  }
 }
 
 // plan()'s "sizes": {argument name: element count} of the sized array arguments, or None.
@@ -530,7 +621,10 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   Py_DECREF(cluster);
   // sizes: the element count each sized array must have at least, by argument name (a chain:
   // the largest over the members that apply), so callers allocate workspaces from the spec;
-  // None when a size expression fails for these arguments.
+  // None when a size expression fails for these arguments. Members that take one array as
+  // vectors of another's lane type (f32x4, f32) count different things: those of the planned
+  // member's element types only.
+  if (s->nkeys > 0 && kidx < s->nkernels - 1) narrow_to_lanes(s, kidx, values + s->nargs);
   PyObject* sizes = plan_sizes(s, values);
   if (sizes == nullptr || PyDict_SetItemString(result, "sizes", sizes) < 0) {
     Py_XDECREF(sizes);
