@@ -1,15 +1,19 @@
 """Kernel symbols: C++ template-ids such as ``act_kernel<ns::SiluOp<float>, __nv_bfloat16>``.
 
 A ``symbol`` is read by a small tokenizer, not pasted: identifiers, ``::``, integer literals
-(optionally negative), ``true``/``false``, the punctuation ``< > ( ) , * &`` and whitespace.
-Angle brackets and parentheses must balance (``>>`` closes two template argument lists, as in
-C++11), the symbol starts with a possibly ``::``-qualified name that is not a keyword, and
-after its template arguments nothing follows. Anything else (quotes, semicolons, braces,
-operators other than ``*``/``&``, comments) is refused with the offending character, so
-spec text never reaches the generated C++ unchecked.
+(decimal, ``0x`` hexadecimal, ``0b`` binary, with ``u``/``l`` suffixes; optionally negative),
+``true``/``false``, the punctuation ``< > ( ) , * &`` and whitespace. Angle brackets and
+parentheses must balance (``>>`` closes two template argument lists, as in C++11), the symbol
+starts with a possibly ``::``-qualified name that is not a keyword, and after its template
+arguments nothing follows. Two names or numbers side by side are a type's words only
+(``unsigned int``, ``const float``): ``k<1 2>`` is refused, as are an empty argument (``k<16,>``)
+and anything else (quotes, semicolons, braces, operators other than ``*``/``&``, comments,
+``1'000``), with the offending character, so spec text never reaches the generated C++
+unchecked.
 
 The canonical spelling joins the tokens without spaces except between two words
-(``unsigned int``, ``const float``), so two spellings of one symbol compare equal.
+(``unsigned int``, ``const float``), so two spellings of one symbol compare equal; a leading
+``::`` is dropped (the generated code names every symbol from the global namespace).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ TYPE_WORDS = frozenset(
 )
 
 _TOKEN = re.compile(
-    r"(?P<ws>[ \t]+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>[0-9]+[uUlL]*)|(?P<scope>::)"
+    r"(?P<ws>[ \t]+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<num>(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)[uUlL]*)|(?P<scope>::)"
     r"|(?P<punct>[<>(),*&\-])"
 )
 MAX_SYMBOL = 400
@@ -57,6 +62,10 @@ def tokens(text: str) -> list[tuple[str, str]]:
             raise SymbolError(f"character {ch!r} at offset {pos} is not allowed in a kernel symbol")
         kind = m.lastgroup or ""
         if kind != "ws":
+            if kind in ("word", "num") and out and out[-1][0] in ("word", "num") and not (
+                    kind == "word" and out[-1][0] == "word" and (m.group() in TYPE_WORDS or out[-1][1] in TYPE_WORDS)):
+                raise SymbolError(f"{out[-1][1]!r} and {m.group()!r} side by side at offset {pos}: template "
+                                  "arguments are separated by ','")
             out.append((kind, m.group()))
         pos = m.end()
     return out
@@ -92,7 +101,7 @@ def parse(text: str, keywords: frozenset[str] = frozenset()) -> Symbol:
         i = _template_args(toks, i, keywords)
         if i < len(toks):
             raise SymbolError(f"unexpected {toks[i][1]!r} after the template arguments")
-    return Symbol(_join(toks), "::".join(name_parts))
+    return Symbol(_join(toks[1:] if toks[0] == ("scope", "::") else toks), "::".join(name_parts))
 
 
 def _template_args(toks: list[tuple[str, str]], i: int, keywords: frozenset[str]) -> int:
@@ -107,6 +116,8 @@ def _template_args(toks: list[tuple[str, str]], i: int, keywords: frozenset[str]
         if t in "<(":
             stack.append(t)
         elif t in ">)":
+            if prev == ",":
+                raise SymbolError("an empty template argument")
             want = "<" if t == ">" else "("
             if not stack or stack[-1] != want:
                 raise SymbolError(f"unbalanced {t!r} in the template arguments")

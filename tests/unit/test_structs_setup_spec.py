@@ -79,7 +79,9 @@ def test_model(tmp_path: Path) -> None:
     ("act<ns::SiluOp<float>, __nv_bfloat16>", "act<ns::SiluOp<float>,__nv_bfloat16>", "act"),
     ("k<a<b<c>>>", "k<a<b<c> > >", "k"),
     ("k<true, -4, &fn, unsigned int, const float*>", "k<true,-4,&fn,unsigned int,const float*>", "k"),
-    ("::k< 1 >", "::k<1>", "k"),
+    ("::k< 1 >", "k<1>", "k"),  # the generated code names it from the global namespace itself
+    ("k<0x10, 0b11u, 7UL>", "k<0x10,0b11u,7UL>", "k"),
+    ("k<long long, const unsigned char*>", "k<long long,const unsigned char*>", "k"),
 ])
 def test_symbol_tokenizer_accepts_template_ids(text: str, canonical: str, base: str) -> None:
     s = symbols.parse(text)
@@ -97,6 +99,11 @@ def test_symbol_tokenizer_accepts_template_ids(text: str, canonical: str, base: 
     ("int", "keyword"),
     ("k<1> extra", "after the template arguments"),
     ("k<{T}>", "'{'"),
+    ("k<1 2>", "side by side"),
+    ("k<12abc>", "side by side"),
+    ("k<T U>", "side by side"),
+    ("k<16,>", "empty template argument"),
+    ("k<1'000>", "\"'\""),
 ])
 def test_symbol_tokenizer_refuses(text: str, fragment: str) -> None:
     with pytest.raises(symbols.SymbolError, match=None) as err:
