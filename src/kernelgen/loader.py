@@ -416,6 +416,8 @@ _REFUSED_FLAGS = (
     ("-o", "CMake names the outputs"),
     ("--output-file", "CMake names the outputs"),
     ("-odir", "CMake names the outputs"),
+    ("-keep-dir", "CMake names the outputs: the kept intermediate files stay in the build folder"),
+    ("--keep-dir", "CMake names the outputs: the kept intermediate files stay in the build folder"),
     ("--output-directory", "CMake names the outputs"),
     ("-c", "CMake sets the compilation mode"),
     ("--compile", "CMake sets the compilation mode"),
@@ -511,7 +513,15 @@ _REFUSED_HOST_FLAGS = (
     ("-std", False, "kernelgen compiles C++17"),
     ("--std", False, "kernelgen compiles C++17"),
     ("-fvisibility", False, "each module is compiled with hidden visibility, which keeps two modules' symbols apart"),
-    ("-o", False, "CMake names the outputs"),
+    ("-o", True, "CMake names the outputs"),
+    ("--output", True, "CMake names the outputs"),
+    ("-dumpdir", True, "CMake names the outputs: dump files stay in the build folder"),
+    ("-dumpbase", True, "CMake names the outputs: dump files stay in the build folder"),
+    ("@", True, "an options file would bypass these checks: list its options here"),
+    ("-specs", True, "a specs file would change the compiler's commands"),
+    ("-wrapper", False, "the compiler's subprocesses are its own"),
+    ("-B", True, "the compiler's programs are its own"),
+    ("-fplugin", True, "the compiler's plugins would run in the build"),
     ("-c", False, "CMake sets the compilation mode"),
     ("-x", True, "the launcher files are CUDA"),
     ("-E", False, "a build compiles"),
@@ -535,6 +545,16 @@ _REFUSED_HOST_FLAGS = (
     ("-L", True, "a module's object does not link"),
 )
 _HOST_FORWARDING = ("-Xcompiler", "--compiler-options")
+# Options that forward a comma-separated list to the other tools of the build (ptxas, nvlink,
+# the host linker and archiver, fatbinary, cudafe), and what none of them may be given.
+_TOOL_FORWARDING = ("-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options",
+                    "-Xarchive", "--archive-options", "-Xfatbin", "--fatbin-options", "-Xcudafe")
+_REFUSED_TOOL_FLAGS = (
+    ("-o", "CMake names the outputs"),
+    ("--output-file", "CMake names the outputs"),
+    ("--output", "CMake names the outputs"),
+    ("@", "an options file would bypass these checks: list its options here"),
+)
 # Options whose value is a separate argument unless written with '='.
 _FLAGS_WITH_VALUE = frozenset(
     "-Xptxas --ptxas-options -Xcompiler --compiler-options -Xnvlink --nvlink-options -Xlinker --linker-options "
@@ -562,6 +582,13 @@ def _refused_flag(flag: str) -> str | None:
             why = _refused_host_flag(host)
             if why:
                 return f"{why} (the host compiler's {host.split('=', 1)[0]}, forwarded by {name})"
+    if name in _TOOL_FORWARDING:
+        for option in (glued_value if eq else value).split(","):
+            head = option.split("=", 1)[0].strip()
+            why = next((why for refused, why in _REFUSED_TOOL_FLAGS
+                        if head == refused or (refused == "@" and head.startswith("@"))), None)
+            if why:
+                return f"{why} ({head}, forwarded by {name})"
     if name in _FLAGS_WITH_VALUE and "=" not in word and not value:
         return f"{name} takes a value: write it in the same item ({name}=VALUE or '{name} VALUE')"
     if value and name not in _FLAGS_WITH_VALUE:
@@ -727,6 +754,10 @@ def _check_defines(catalog: Catalog) -> None:
         return
     runtime = runtime_identifiers()
     everywhere = catalog_identifiers(catalog.modules) if any(b.defines for b, m in layers if m is None) else {}
+    n = catalog.naming  # every translation unit spells the project's names (namespace, C prefix, ...)
+    project = {w: f"a word of the project's {what} ({value})" for what, value in
+               (("package", n.package), ("namespace", n.namespace), ("C prefix", n.c_prefix),
+                ("library name", n.library)) for w in _WORD.findall(value)}
     for build, module in layers:
         if not build.defines:
             continue
@@ -736,7 +767,7 @@ def _check_defines(catalog: Catalog) -> None:
             o for o in catalog.modules
             if o is not module and any(r.module == o.name for fb in module.fallbacks for r in fb.members)])
         for name, _, loc in build.defines:
-            what = names.get(name)
+            what = names.get(name) or project.get(name)
             if what is None and name in RESERVED:
                 what = "a reserved word of C++, Python or CUDA"
             if what is None and name in runtime:
@@ -877,8 +908,13 @@ def load_project(path: Path, root: Path) -> Naming:
 
 
 # Packages a project's package would shadow (cuda: NVIDIA's cuda.* packages, such as the
-# cuda.pathfinder that finds a toolkit installed from PyPI).
-SHADOWED_PACKAGES = ("kernelgen", "torch", "numpy", "pytest", "cuda")
+# cuda.pathfinder that finds a toolkit installed from PyPI), besides the standard library's and
+# the packages kernelgen itself needs.
+SHADOWED_PACKAGES = ("kernelgen", "torch", "numpy", "pytest", "cuda", "cupy", "triton", "jax", "setuptools", "pip",
+                     "yaml", "jinja2", "markupsafe", "pybind11", "scikit_build_core", "packaging", "cmake", "ninja")
+# The C++ namespaces of the runtime's headers (kernelgen, where kernelgen_ops' own modules live,
+# declares only Outcome, Plan and Sizes, which no module name can be).
+RUNTIME_NAMESPACES = ("kg", "kg_abi")
 
 
 def project_name_problem(key: str, value: str) -> tuple[str, str] | None:
@@ -888,10 +924,15 @@ def project_name_problem(key: str, value: str) -> tuple[str, str] | None:
     pattern = _MODULE if key == "package" else _IDENT
     if not pattern.fullmatch(value):
         return f"{value!r} is not a valid {key}", f"use letters, digits and '_' matching {pattern.pattern}"
+    if key == "namespace" and value in RUNTIME_NAMESPACES:
+        return (f"namespace '{value}' is kernelgen's runtime's own C++ namespace (its {value}:: names would meet the "
+                "modules'"), "choose another name"
     if value in RESERVED - {"kg", "kernelgen"} or value.startswith("__"):
         return f"'{value}' is reserved and cannot be used as a {key}", "choose another name"
-    if key == "package" and value in SHADOWED_PACKAGES:
-        return f"package '{value}' would shadow an installed package", "choose another name"
+    if key == "package" and (value in SHADOWED_PACKAGES or value in sys.stdlib_module_names):
+        what = ("a module of Python's standard library" if value in sys.stdlib_module_names else
+                "the package of that name, which kernelgen or the GPU frameworks use")
+        return f"package '{value}' would shadow {what}", "choose another name"
     return None
 
 
@@ -1673,10 +1714,36 @@ def _subst(ctx: _Ctx, loc: SourceLoc, text: str, axes: Mapping[str, str | int], 
     return _PLACEHOLDER.sub(one, text)
 
 
+def _source_path_problem(s: str) -> str | None:
+    """What keeps ``s`` from being a source path (None: nothing): sources are relative paths of
+    letters, digits, '_', '-', '.' and '/', as the launchers' #include lines and CMake's lists
+    take them."""
+    if s.startswith("/") or re.match(r"[A-Za-z]:[\\/]", s):
+        return "it is an absolute path; sources are relative to the project root"
+    if s.startswith("./"):
+        return "write it without the leading './'"
+    if ".." in s.split("/"):
+        return "'..' leaves the folder it follows; sources live in the project, named from its root"
+    if "//" in s or s.endswith("/"):
+        return "it has an empty folder or file name ('//' or a trailing '/')"
+    bad = next((c for c in s if not re.fullmatch(r"[A-Za-z0-9_.\-/]", c)), None)
+    if bad is not None:
+        shown = "a space" if bad == " " else repr(bad) if bad.isprintable() else f"U+{ord(bad):04X}"
+        return (f"it has {shown}; source paths take letters, digits, '_', '-', '.' and '/' only (the launchers "
+                "include them and CMake lists them)")
+    if len(s) > 256:
+        return f"it is {len(s)} characters long; the limit is 256"
+    if not _SOURCE.fullmatch(s):
+        return "a path starts with a letter, a digit or '_'"
+    return None
+
+
 def _source(ctx: _Ctx, node: YNode, root: Path) -> str:
     s = _str(ctx, node, "a source path")
-    if not _SOURCE.fullmatch(s) or ".." in s.split("/") or "//" in s:
-        raise ctx.error(node.loc, f"{s!r} is not a valid source path", "a relative path like kernels/dflash/x.cu")
+    problem = _source_path_problem(s)
+    if problem is not None:
+        raise ctx.error(node.loc, f"{s!r} is not a valid source path: {problem}",
+                        "a relative path like kernels/dflash/x.cu")
     if not s.endswith((".cu", ".cuh", ".h", ".hpp")):
         raise ctx.error(node.loc, f"{s!r} is not a CUDA source", "sources end in .cu, .cuh, .h or .hpp")
     s = posixpath.normpath(s)  # kernels/./x.cu and kernels/x.cu are one source

@@ -289,7 +289,10 @@ BUILD = Struct(
               "(`-m32`, `--machine=32`), options that would pass others past these checks (`-optf`, "
               "`-forward-unknown-to-host-compiler`, `-forward-unknown-opts`), `-I`, `-isystem`, `-D`, `-U` "
               "(use `include_dirs` and `defines`), and the host compiler's forms of these forwarded by "
-              "`-Xcompiler` (`-Xcompiler=-std=c++11`, `-Xcompiler -DX`), with its `-fvisibility`.",
+              "`-Xcompiler` (`-Xcompiler=-std=c++11`, `-Xcompiler -DX`, `-Xcompiler=-o/path`), with its "
+              "`-fvisibility`, `--output`, options files (`@file`), `-specs`, `-wrapper`, `-B`, `-fplugin`, "
+              "`-dumpdir` and `-dumpbase`; `-keep-dir`; and output and options files forwarded to the other "
+              "tools (`-Xptxas=-o,x`, `--ptxas-options=--output-file=x`, `-Xnvlink=@file`).",
               "none"),
     ),
 )
@@ -365,9 +368,11 @@ STRUCT = Struct(
         Field("cpp", Kind("C++ type name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)}), False,
               "The kernel's C++ type, optionally namespace-qualified or a template-id (`ns::params<float>`). "
               "The module's launcher file checks, after including the sources, that it has each field's "
-              "member, that its size, alignment and every field's offset and size match `fields` (a nested "
-              "struct's member being of that struct's C++ type); a mismatch fails the build naming the spec's "
-              "file:line and the field.",
+              "member, that its size, alignment and every field's offset, size and type match `fields` (a "
+              "scalar field's type as kernel parameters are compared: integers of one size and signedness in "
+              "any spelling, an enum for its underlying type, a u64 or i64 one a pointer too; a nested "
+              "struct's member being of that struct's C++ type); a mismatch fails the build naming the "
+              "spec's file:line and the field.",
               "the key"),
         Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field",
                                                     by_type(FIELD_TYPE.json, {"$ref": "#/$defs/field"}))), False,
@@ -407,7 +412,7 @@ FIELD = Struct(
               "array of either of 1 to 1024 elements (`f32[4]`, `fa_window[2]`)."),
         Field("cpp", Kind("C++ identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)}), False,
               "The C++ type's data member this field is (`in`, `from`: names the spec reserves for the "
-              "bindings' languages); the build checks its offset and size under that name.", "the field's name"),
+              "bindings' languages); the build checks its offset, size and type under that name.", "the field's name"),
     ),
 )
 
@@ -742,9 +747,10 @@ PROJECT = Struct(
         VERSION,
         Field("package", _PACKAGE_NAME, True,
               "The Python package the built targets are installed into (`import NAME`; `NAME.<target>.<module>`). "
-              "The other names derive from it."),
-        Field("namespace", _C_NAME, False, "The C++ namespace of the generated API (`NAME::<module>::<kernel>`).",
-              "the package name"),
+              "The other names derive from it. Not a module of Python's standard library, nor a package kernelgen "
+              "or the GPU frameworks use (torch, numpy, yaml, ...)."),
+        Field("namespace", _C_NAME, False, "The C++ namespace of the generated API (`NAME::<module>::<kernel>`); "
+              "not `kg` or `kg_abi`, the runtime's.", "the package name"),
         Field("c_prefix", _C_NAME, False, "The prefix of the C ABI functions (`PREFIX_<module>__<kernel>`).",
               "the package name"),
         Field("library", _C_NAME, False,

@@ -62,6 +62,17 @@ REFUSED = [
     ("-Xcompiler -o,x.o", "CMake names the outputs"), ("-Xcompiler=-E", "a build compiles"),
     ("-Xcompiler=-m32", "64-bit"), ("-Xcompiler=-shared", "CMake links the target library"),
     ("-Xcompiler=-lm", "does not link"),
+    # output and options files in every spelling, the host compiler's and the other tools'
+    ("-Xcompiler=-o/tmp/x.o", "CMake names the outputs"), ("-Xcompiler -o/tmp/x.o", "CMake names the outputs"),
+    ("-Xcompiler=--output=/tmp/x", "CMake names the outputs"), ("-Xcompiler=@/tmp/opts", "an options file"),
+    ("-Xcompiler=-dumpdir,/tmp", "dump files"), ("-Xcompiler=-specs=/tmp/s", "specs file"),
+    ("-Xcompiler=-wrapper,gdb", "subprocesses"), ("-Xcompiler=-B/tmp/bin", "programs"),
+    ("-Xcompiler=-fplugin=/tmp/p.so", "plugins"),
+    ("-Xptxas=-o,/tmp/x", "CMake names the outputs (-o, forwarded by -Xptxas)"),
+    ("-Xptxas -o,/tmp/x", "forwarded by -Xptxas"),
+    ("--ptxas-options=--output-file=/tmp/x", "forwarded by --ptxas-options"),
+    ("-Xnvlink=@/tmp/opts", "an options file"), ("-Xlinker=-o,/tmp/x", "forwarded by -Xlinker"),
+    ("--keep-dir=/tmp/k", "CMake names the outputs"),
 ]
 
 
@@ -75,7 +86,7 @@ ACCEPTED = [
     "--use_fast_math", "-maxrregcount=64", "-Xptxas=-v", "-Xptxas -v", "-G", "-O0", "-lineinfo", "-m64", "--m64",
     "-m=64", "--machine=64", "--machine 64", "-Xcompiler=-Wall", "-Xcompiler -Wall,-Wextra", "-Xcompiler=-fPIC",
     "--compiler-options=-O2", "-Xcompiler=-Wno-unused-function,-fno-strict-aliasing", "-t 4", "--keep",
-    "--diag-suppress=177", "-res-usage",
+    "--diag-suppress=177", "-res-usage", "-Xcompiler=-save-temps", "-Xptxas=-v,-warn-spills", "-Xcompiler=-mavx2",
 ]
 
 

@@ -76,7 +76,10 @@ def test_each_name_can_be_set_on_its_own(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("package: My-Ops\n", "specs/project.yaml:1: package: 'My-Ops' is not a valid package"),
-    ("package: torch\n", "specs/project.yaml:1: package: package 'torch' would shadow an installed package"),
+    ("package: torch\n", "specs/project.yaml:1: package: package 'torch' would shadow the package of that name"),
+    ("package: yaml\n", "specs/project.yaml:1: package: package 'yaml' would shadow the package of that name"),
+    ("package: json\n", "package 'json' would shadow a module of Python's standard library"),
+    ("package: ok\nnamespace: kg\n", "specs/project.yaml:2: namespace: namespace 'kg' is kernelgen's runtime's own"),
     ("package: ok\nnamespace: class\n", "specs/project.yaml:2: namespace: 'class' is reserved"),
     ("package: ok\nprefix: x\n", "specs/project.yaml:2"),
     ("namespace: x\n", "package"),
