@@ -211,6 +211,8 @@ _DOTTED_OWNERS = ("device", "kernel")
 _DOTTED = re.compile(r"\b(?:device|kernel)\.(?=[A-Za-z_])")
 # A '.' between a name (or a closing bracket) and a name: an attribute access (``p.m``,
 # ``n.bit_length()``), which the parser refuses with its own message rather than as a character.
+# A number as Python reads one: digits, then any letters, digits, '_' or '.' glued to them.
+_NUMBER = re.compile(r"(?<![\w.])[0-9][\w.]*")
 _ATTRIBUTE = re.compile(r"(?<=[A-Za-z0-9_)\]])\s*\.(?=\s*[A-Za-z_])")
 # The message of an attribute access or method call; the loader names the argument's kind.
 NO_ATTRIBUTES = "expressions have no attributes or methods"
@@ -271,6 +273,10 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         )
     if not text.strip():
         raise ParseError("empty expression")
+    for m in _NUMBER.finditer(text):  # (Python's other spellings: 0x10, 0o20, 0b1, 1_000, 1e3, 010)
+        if not re.fullmatch(r"0|[1-9][0-9]*", m.group()):
+            raise ParseError(f"{m.group()!r} is not a decimal integer",
+                             "expressions write integers in decimal digits alone (16, not 0x10, 020, 1_000 or 1e3)")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -279,7 +285,9 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         raise ParseError(f"cannot parse expression {text!r}") from None
     node = _convert(tree.body, names, 0)
     if node.ty is not expect:
-        raise ParseError(f"expression {text!r} is {node.ty.value}, but a {expect.value} expression is needed here")
+        article = "an" if expect.value[0] in "aeiou" else "a"
+        raise ParseError(f"expression {text!r} is {node.ty.value}, but {article} {expect.value} expression is "
+                         "needed here")
     return node
 
 
@@ -389,6 +397,8 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             )
         if n.keywords:
             raise ParseError(f"{n.func.id}() takes no keyword arguments")
+        if any(isinstance(a, ast.Starred) for a in n.args):
+            raise ParseError(f"{n.func.id}() takes its arguments written out, not unpacked with '*'")
         lo, hi = FUNCTIONS[n.func.id]
         if not lo <= len(n.args) <= hi:
             want = str(lo) if lo == hi else f"{lo} to {hi}"
