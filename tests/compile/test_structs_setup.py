@@ -106,6 +106,22 @@ def test_struct_layout_mismatch_fails_naming_the_spec_line(built: Path) -> None:
         spec.write_text(original)
 
 
+def test_a_field_of_the_size_but_not_the_type_of_its_member_fails_naming_the_spec_line(built: Path) -> None:
+    """bias: f32[2] declared i32[2]: the same offsets and sizes, another kind of value."""
+    spec = built / "specs" / "rope_yarn.yaml"
+    original = spec.read_text()
+    retyped = original.replace("      bias: f32[2]\n", "      bias: i32[2]\n")
+    assert retyped != original
+    spec.write_text(retyped)
+    try:
+        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
+        line = _line_of(spec, "bias: i32[2]")
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert (f"kernelgen: specs/rope_yarn.yaml:{line}: struct 'rope_params' (C++ rope_params): field 'bias' is "
+                "declared i32[2] (int32_t in C++), but the C++ member is of another type") in res.stderr, res.stderr
+    finally:
+        spec.write_text(original)
+
 
 def test_a_struct_whose_bytes_are_not_its_value_is_refused(built: Path) -> None:
     """A struct passed by value must be its bytes (standard-layout, trivially destructible): one

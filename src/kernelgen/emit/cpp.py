@@ -18,7 +18,7 @@ from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import CArg, LChain, LKernel, LModule
 from kernelgen.model import Catalog, Struct, StructField
 from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
-from kernelgen.types import ElemType, ScalarType
+from kernelgen.types import ElemType, ScalarKind, ScalarType
 
 # The folder beside a package's API headers (include/<header_dir>/) that holds its struct headers and the
 # project's headers they include, at their paths under include/ (kernelgen.emit.cmake installs them).
@@ -114,7 +114,8 @@ def _layout_checks(st: Struct, alias: str, where: str, c_struct: str) -> tuple[l
     """The declarations and the (condition, message) static_asserts that check struct ``st``'s
     fields against its C++ type ``alias``: each field's member exists (all first, so that a missing
     one is reported by its field before the compiler's own errors on the checks naming it), then
-    per field in order its offset and size (and a nested struct's member type), then the type's
+    per field in order its offset, size and type (a scalar's kind, as kernel parameters are compared:
+    kg::same_param; a nested struct's type), then the type's
     alignment, size, and that its bytes are its value. Numbers are compared through kg_layout,
     whose instantiation shows nvcc's value beside the spec's (kernelgen build adds it to the message)."""
     has = f"kg_has_{st.name}"
@@ -137,6 +138,15 @@ def _layout_checks(st: Struct, alias: str, where: str, c_struct: str) -> tuple[l
                        "is a field of a struct type with that align)"))
         checks.append((f"kg_layout<{fld.size}, sizeof({alias}::{fld.member})>::same",
                        f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
+        if fld.scalar is not None:  # of that size, the spec's kind of value (f32 is not u32)
+            member = f"std::remove_cv_t<std::remove_all_extents_t<decltype({alias}::{fld.member})>>"
+            same = f"kg::same_param<{member}, {fld.scalar.cpp}>::value"
+            if fld.scalar.bits == 64 and fld.scalar.kind in (ScalarKind.SIGNED, ScalarKind.UNSIGNED):
+                same = f"({same} || std::is_pointer_v<{member}>)"  # a device address: u64 holds a pointer member
+            checks.append((same,
+                           f"{fwhere} is declared {fld.spelling} ({fld.scalar.cpp} in C++), but the C++ member is of "
+                           "another type; give the field the member's type (integers of one size and signedness may be "
+                           "spelled either way, an enum for its underlying type)"))
         if fld.struct is not None:
             member = f"std::remove_cv_t<std::remove_all_extents_t<decltype({alias}::{fld.member})>>"
             checks.append((f"std::is_same_v<{member}, {struct_alias(fld.struct.name)}>",
