@@ -755,9 +755,11 @@ def _check_defines(catalog: Catalog) -> None:
     runtime = runtime_identifiers()
     everywhere = catalog_identifiers(catalog.modules) if any(b.defines for b, m in layers if m is None) else {}
     n = catalog.naming  # every translation unit spells the project's names (namespace, C prefix, ...)
-    project = {w: f"a word of the project's {what} ({value})" for what, value in
-               (("package", n.package), ("namespace", n.namespace), ("C prefix", n.c_prefix),
-                ("library name", n.library)) for w in _WORD.findall(value)}
+    project: dict[str, str] = {}
+    for what, value in (("package", n.package), ("namespace", n.namespace), ("C prefix", n.c_prefix),
+                        ("library name", n.library)):
+        for w in _WORD.findall(value):
+            project.setdefault(w, f"a word of the project's {what} ({value})")
     for build, module in layers:
         if not build.defines:
             continue

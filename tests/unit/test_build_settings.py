@@ -106,6 +106,8 @@ BAD = [
     ("module", "build: {defines: {int: 1}}", "a reserved word"),
     ("project", "build: {defines: {affine: 1}}", "would rewrite a struct of module 'half_ops'"),
     ("project", "build: {defines: {scale: 1}}", "would rewrite a field"),
+    ("project", "build: {defines: {bsettings: 1}}", "would rewrite a word of the project's package (bsettings)"),
+    ("module", "build: {defines: {bsettings: 1}}", "would rewrite a word of the project's package"),
     ("module", "build: {nvcc_flags: [-arch=sm_80]}", "the target's arch sets it"),
     ("module", "build: {nvcc_flags: [\"-gencode arch=compute_80,code=sm_80\"]}", "the target's arch sets it"),
     ("module", "build: {nvcc_flags: [-std=c++20]}", "kernelgen compiles C++17"),
