@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kernelgen import pyexpr
+from kernelgen.wording import article
 
 MAX_EXPR_LEN = 512
 MAX_DEPTH = 32
@@ -285,8 +286,7 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         raise ParseError(f"cannot parse expression {text!r}") from None
     node = _convert(tree.body, names, 0)
     if node.ty is not expect:
-        article = "an" if expect.value[0] in "aeiou" else "a"
-        raise ParseError(f"expression {text!r} is {node.ty.value}, but {article} {expect.value} expression is "
+        raise ParseError(f"expression {text!r} is {node.ty.value}, but {article(expect.value)} expression is "
                          "needed here")
     return node
 

@@ -50,7 +50,7 @@ from kernelgen.model import (
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
-from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, ScalarType, name_hint
+from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, ScalarType, name_hint
 from kernelgen.wording import article, count
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
@@ -994,8 +994,11 @@ def spec_files(spec_dir: Path, root: Path) -> list[Path]:
             path = here / name
             suffix = path.suffix
             if suffix.lower() in (".yaml", ".yml") and suffix != ".yaml":
-                raise SpecError(SourceLoc(relpath(path, root)), "", f"spec files must end in .yaml, not {suffix}",
-                                f"rename it to {path.stem}.yaml ({specs_read(shown)})")
+                beside = (here / f"{path.stem}.yaml").exists()
+                raise SpecError(SourceLoc(relpath(path, root)), "", f"spec files must end in .yaml, not {suffix}"
+                                + (f", and {path.stem}.yaml is beside it" if beside else ""),
+                                (f"remove or rename one of the two ({specs_read(shown)})" if beside else
+                                 f"rename it to {path.stem}.yaml ({specs_read(shown)})"))
             if suffix != ".yaml":
                 continue
             if name in ("targets.yaml", PROJECT_FILE):
@@ -2033,7 +2036,9 @@ def _sizeof(ctx: _Ctx, loc: SourceLoc, text: str) -> str:
         name = m.group(1) or ""
         elem = ELEMS[ctx.type_axes[name]] if name in ctx.type_axes else SPEC_ELEMS.get(name)
         if elem is None or elem.any_dtype:
-            hint = (f"the kernel's element-type axes: {', '.join(ctx.type_axes)}" if ctx.type_axes else
+            ours = CPP_TYPES.get(name)  # (a C++ spelling: sizeof(float) is sizeof(f32))
+            hint = (f"did you mean sizeof({ours})? (kernelgen's name for C++ {name})" if ours in SPEC_ELEMS else
+                    f"the kernel's element-type axes: {', '.join(ctx.type_axes)}" if ctx.type_axes else
                     "an element type (sizeof(bf16)) or an element-type axis of instantiate (sizeof(T))")
             raise ctx.error(loc, f"sizeof({name}): '{name}' is not an element type or an element-type axis", hint)
         if elem.bits % 8:
@@ -2345,8 +2350,14 @@ def _args(
                         device = _bool(ctx, f["device"])
                 if "bound" in f:
                     with ctx.at("bound"):
-                        bound = (_ident(ctx, f["bound"].loc, _str(ctx, f["bound"], "an argument name"),
-                                        "argument name"), f["bound"].loc)
+                        text = _str(ctx, f["bound"], "an argument name")
+                        if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", text):
+                            raise ctx.error(f["bound"].loc, f"the bound '{text}' is a struct field; a bound names an "
+                                            "integer argument or host argument",
+                                            f"read the field into a host argument and name it: host_args: "
+                                            f"{{{text.rsplit('.', 1)[1]}: {{type: u32, from: {text}}}}}, bound: "
+                                            f"{text.rsplit('.', 1)[1]}")
+                        bound = (_ident(ctx, f["bound"].loc, text, "argument name"), f["bound"].loc)
                 if "to_symbol" in f:
                     with ctx.at("to_symbol"):
                         to_symbol = _constant_symbol(ctx, f["to_symbol"])

@@ -124,6 +124,9 @@ BAD = [
      "'bound' applies only to device scalars"),
     ("bound not an integer argument", _sub("      alpha: f32", "      alpha: {type: i32, device: true, bound: m}"),
      13, "the bound of device scalar 'alpha' must be an integer argument"),
+    ("bound a struct field", _sub("      alpha: f32", "      alpha: {type: i32, device: true, bound: p.n}"),
+     13, "the bound 'p.n' is a struct field; a bound names an integer argument or host argument (read the field "
+     "into a host argument and name it: host_args: {n: {type: u32, from: p.n}}, bound: n)"),
     ("device scalar in an expression", _sub("      alpha: f32", "      alpha: {type: i32, device: true}").replace(
         "[n % 4 == 0]", "[alpha > 0]"), 17, "'alpha' is read on the device; a plan cannot know its value"),
     ("bool example out of range", _sub("      alpha: f32", "      alpha: f32\n      flag: bool").replace(

@@ -154,6 +154,8 @@ BAD = [
      "    shared_mem: sizeof(fp4_e2m1)\n    skip_if"), 21, "fp4_e2m1 is 4 bits, not a whole number of bytes"),
     ("sizeof of void", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
      "    shared_mem: sizeof(void)\n    skip_if"), 21, "sizeof(void): 'void' is not an element type"),
+    ("sizeof of a C++ type", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+     "    shared_mem: sizeof(float)\n    skip_if"), 21, "(did you mean sizeof(f32)? (kernelgen's name for C++ float))"),
     ("instance_name without instantiate", sub("      x: const f32*", "      x: const f32*", sub(
         "    summary: Plain f32.\n", "    summary: Plain f32.\n    instance_name: p_{T}\n")), 27,
      "names the instances of 'instantiate'"),

@@ -266,6 +266,8 @@ def test_specs_in_subfolders_are_modules(tmp_path: Path) -> None:
     ("attention/demo.yaml", GOOD, "specs/demo.yaml:1: module: module 'demo' is also defined in "
                                   "specs/attention/demo.yaml"),
     ("attention/other.yml", GOOD, "specs/attention/other.yml: spec files must end in .yaml, not .yml"),
+    ("demo.yml", GOOD, "specs/demo.yml: spec files must end in .yaml, not .yml, and demo.yaml is beside it "
+                       "(remove or rename one of the two"),
     ("attention/targets.yaml", TARGETS, "specs/attention/targets.yaml: targets.yaml belongs directly in specs/, "
                                         "not in a subfolder"),
     ("attention/wrong.yaml", GOOD, "specs/attention/wrong.yaml:1: module: module 'demo' must be defined in "
