@@ -245,7 +245,7 @@ from a wheel of it (`pip wheel --no-deps -w DIR /path/to/kernelgen`, then
 `pip install DIR/kernelgen-*.whl`: a pure-Python wheel, for any Python 3 and machine).
 
 ```sh
-pip install /path/to/kernelgen             # kernelgen, from its source tree
+pip install /path/to/kernelgen pytest      # kernelgen, from its source tree; pytest for the tests
 kernelgen build                            # generate, build every target, make `import @PKG@` work here
 pytest                                     # the project's tests and the generated contract tests
 pytest -m "not gpu"                        # only the tests that need no GPU
