@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kernelgen.kernel_source import closing, split_top
+from kernelgen.kernel_source import closing, function_pointer, split_top
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS
 
 # element types of libraries that kernels' traits often take, by their bytes (the registry's own
@@ -75,6 +75,11 @@ class ClassTable:
             found = self.member(" ".join(cls.split()), member)
             return str(found) if found is not None else m.group(0)
         return _QUALIFIED.sub(value, expr)
+
+    def evaluate(self, expr: str) -> int | None:
+        """The value of integer constant expression ``expr`` (``16 / sizeof(half)``,
+        ``Traits<4>::kN * 2``, the sources' constants), or None where it is not one the table computes."""
+        return self._evaluate(expr, _Class((), (), ""), {}, 0)
 
     def member(self, cls: str, member: str, depth: int = 0) -> int | None:
         """The value of integer ``member`` of class ``cls`` (``Name`` or ``Name<args>``), or None."""
@@ -221,7 +226,7 @@ def _template_params(text: str, start: int) -> tuple[tuple[str, bool, str | None
         if not words:
             return ()
         is_type = words[0] in ("typename", "class") or words[0] == "template"
-        out.append((words[-1], is_type, " ".join(default.split()) if eq else None))
+        out.append((function_pointer(decl) or words[-1], is_type, " ".join(default.split()) if eq else None))
     return tuple(out)
 
 

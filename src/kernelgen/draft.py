@@ -15,7 +15,9 @@ types, class-type members as nested structs with entries of their own), or witho
 stateless functor, which the build checks) and a comment saying to give them, and why.
 Where the source launches a kernel itself (``k<<<grid, block, smem, stream>>>(args)``,
 ``cudaLaunchKernelEx``), the launch's geometry is written as spec expressions (``launch_sites``),
-and its template arguments give the instances where there are no explicit instantiations.
+and its template arguments give the instances where there are no explicit instantiations (a
+function given a function pointer template parameter, ``k<32, dq_a>``, fixed per kernel). A
+kernel is drafted only where the module's sources define it (a declaration alone is not).
 What cannot be known from the text is written as a working guess with a comment: the block
 (``__launch_bounds__`` or 256 threads), a one-dimensional grid over the first integer argument,
 and an example. The draft loads and generates as it is; ``kernelgen build`` then checks each
@@ -34,6 +36,7 @@ from kernelgen import expr
 from kernelgen.class_members import ClassTable, template_head_before
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
+    FN_POINTER,
     Macros,
     SourceScanError,
     _bounds_of,
@@ -43,6 +46,7 @@ from kernelgen.kernel_source import (
     closing,
     expand_kernel_macros,
     expand_macros,
+    function_pointer,
     global_decls,
     macros_of,
     namespaces_at,
@@ -108,7 +112,7 @@ class Param:
 @dataclass
 class TemplateParam:
     name: str
-    kind: str  # "type", "int", "bool", or "value" (a non-type parameter of another type: an enum)
+    kind: str  # "type", "int", "bool", "function" (a function pointer), or "value" (another non-type one: an enum)
     default: str | None = None
     cpp: str = ""  # a non-type parameter's C++ type
 
@@ -131,6 +135,7 @@ class Global:
     pdl: bool = False  # its body waits on / releases the stream's previous / next kernel (griddepcontrol)
     macro: str = ""  # the macro invocation that declares it, if any
     launched: bool = False  # its instances are those the source's launches give (no explicit instantiations)
+    defined: bool = False  # the sources read define it (not only declare it)
     sites: list[LaunchSite] = field(default_factory=list)  # its launches (k<<<...>>>(...)) in the source
     # the class types of the source and its headers: a traits class's members its launch bounds name
     classes: ClassTable | None = None
@@ -145,7 +150,11 @@ def _angle(text: str, start: int) -> str:
 _INTEGER_SCALARS = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
 
 
-def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[TemplateParam]:
+def _template_head(head: str, aliases: dict[str, str] | None = None,
+                   fn_types: frozenset[str] | set[str] = frozenset()) -> list[TemplateParam]:
+    """The parameters of the last ``template <...>`` head in ``head``; ``fn_types``: the sources'
+    aliases of function pointer types (``typedef void (*dq_t)(...)``), whose parameters, like one
+    declared ``R (*fn)(args)``, take a function."""
     heads = list(_TEMPLATE_HEAD.finditer(head))
     if not heads:
         return []
@@ -155,6 +164,10 @@ def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[Tem
         default = None
         if "=" in p:
             p, default = (x.strip() for x in p.split("=", 1))
+        fn = function_pointer(p)
+        if fn is not None:  # scalar_t (*ACT_FN)(const scalar_t&)
+            out.append(TemplateParam(fn, "function", default, " ".join(p.split())))
+            continue
         words = p.replace("...", " ").split()
         if not words:
             continue
@@ -164,7 +177,9 @@ def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[Tem
             continue
         cpp = " ".join(w for w in words[:-1] if w != "const") if len(words) > 1 else words[0]
         spec = CPP_TYPES.get(_resolve(cpp, aliases or {}))
-        if spec == "bool":
+        if cpp.split("::")[-1] in fn_types:
+            out.append(TemplateParam(name, "function", default, cpp))
+        elif spec == "bool":
             out.append(TemplateParam(name, "bool", default, cpp))
         elif spec in _INTEGER_SCALARS or cpp in ("auto", "int", "unsigned"):
             out.append(TemplateParam(name, "int", default, cpp))
@@ -281,8 +296,6 @@ _FIRST_MEMBER = re.compile(r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s
 _MORE_MEMBER = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*(?:\[\s*(?P<n>\d+)\s*\])?\s*(?:=.*|\{.*\})?", re.S)
 # A member declared with an alignment of its own (alignas(16) float v[4];).
 _MEMBER_ALIGN = re.compile(r"(?:alignas|__align__)\s*\([^()]*\)")
-# A function pointer member (void (*fn)(int);): its name.
-_FN_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(")
 
 
 @dataclass
@@ -359,6 +372,11 @@ _USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w:\s]*?)\s*;")
 _TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w:\s]*?)\s+([A-Za-z_]\w*)\s*;")
 
 
+# An alias of a function pointer type (typedef void (*dq_t)(...); using dq_t = void (*)(...);): its name.
+_FN_TYPE = re.compile(r"\btypedef\s+[^;{}()]*\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(|"
+                      r"\busing\s+([A-Za-z_]\w*)\s*=\s*[^;{}()]*\(\s*\*\s*\)\s*\(")
+
+
 def _aliases(text: str) -> dict[str, str]:
     """Type aliases a source declares (``using index_t = int64_t;``, ``typedef unsigned int uint;``):
     name -> the type it names, for aliases of plain types (not pointers or templates)."""
@@ -414,6 +432,7 @@ class _Scope:
     namespaces: set[str] = field(default_factory=set)
     enumerators: set[str] = field(default_factory=set)  # those of plain enums, reached as their namespace's
     files: dict[str, str] = field(default_factory=dict)  # class type -> the file (from the root) that declares it
+    fn_types: set[str] = field(default_factory=set)  # aliases of function pointer types, by their last names
 
     @staticmethod
     def of(texts: list[str]) -> _Scope:
@@ -426,6 +445,7 @@ class _Scope:
             scope.types |= _type_table(t)
             for k, a in _aliases(t).items():
                 scope.aliases.setdefault(k, a)
+            scope.fn_types |= {m.group(1) or m.group(2) for m in _FN_TYPE.finditer(t)}
             for k, r in _records(t).items():
                 scope.records.setdefault(k, r)
             for k, c in _constant_table(t).items():
@@ -504,7 +524,7 @@ class _Scope:
                 out.why = (f"member '{decl}' has an alignment of its own: give it as a field whose type is a struct "
                            "with that align")
                 break
-            fn = _FN_POINTER.search(decl)
+            fn = FN_POINTER.search(decl)
             paren, init = decl.find("("), min((i for i in (decl.find("="), decl.find("{")) if i >= 0), default=-1)
             if fn is None and paren >= 0 and (init < 0 or paren < init):
                 continue  # a member function, a constructor or an operator
@@ -778,7 +798,7 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
                     explicit.setdefault(qualified, []).append([scope.qualify(" ".join(a.split()), d.namespace)
                                                                for a in split_top(d.template_args)])
                 continue
-            template = _template_head(head, scope.aliases)
+            template = _template_head(head, scope.aliases, scope.fn_types)
             written = expand_macros(d.params, every)[0]
             params = [] if written.strip() in ("", "void") else [
                 _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(split_top(written))]
@@ -806,8 +826,9 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
             if key not in out:
                 out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
                                   line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem, namespace=d.namespace,
-                                  cooperative=coop, pdl=pdl, macro=macro)
+                                  cooperative=coop, pdl=pdl, macro=macro, defined=body is not None)
             else:  # a definition after a declaration
+                out[key].defined |= body is not None
                 if smem is not None:
                     out[key].dynamic_smem = smem
                 out[key].cooperative |= coop
@@ -857,6 +878,10 @@ def _completed(g: Global, site: LaunchSite) -> list[str] | None:
     return args
 
 
+# A function as a template argument: its name, qualified or not, with ``&`` or template arguments.
+_FUNCTION_ARG = re.compile(r"&?\s*(?:::)?[A-Za-z_][\w:]*\s*(?:<.*>)?", re.S)
+
+
 def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, defined: dict[str, int]) -> bool:
     """Whether template argument ``arg`` of a launch is a value the draft can take for ``t``: an
     element type, an integer (a literal or a constant), true / false, an enumerator of an enum
@@ -870,6 +895,8 @@ def _plain_arg(t: TemplateParam, arg: str, scope: _Scope, namespace: str, define
         return scope.value(arg, namespace, defined) is not None
     if t.kind == "bool":
         return arg.strip() in ("true", "false")
+    if t.kind == "function":  # a function's name (dq_a, &ns::f, silu<float>): a fixed argument
+        return bool(_FUNCTION_ARG.fullmatch(arg.strip())) and arg.strip() not in ("true", "false")
     if t.kind == "value":  # an enumerator of the parameter's enum (Mode::kAdd), by the global scope's spelling
         e = scope.enum(t.cpp, namespace)
         return e is not None and re.sub(r"\s+", "", scope.qualify(arg, namespace)).removeprefix("::") in e.enumerators
@@ -1088,6 +1115,7 @@ class _Plan:
     # the values of the device names a launch may use (device.sm_count ...), the least of the targets'
     device: dict[str, int] = field(default_factory=lambda: dict(_DEVICE_DEFAULT))
     unlaunched: Geometry | None = None  # a launch of the source's whose geometry launches for no values tried
+    chained: bool = True  # where split (_split): its entries make a fallbacks chain (_chainable)
     # an instantiation's template arguments as written: the arguments it fixes and its axis values
     values_of: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = \
         field(default_factory=dict)
@@ -1293,32 +1321,37 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
         w = re.sub(r"(?:\W|_)+", "_", re.sub(r"\b\w+\s*::\s*", "", text)).strip("_").lower()
         return w[:-2] if w.endswith("_t") else w
 
+    def instance(pattern: str, combo: list[str]) -> str:
+        for a, v in zip(axes, combo):
+            pattern = pattern.replace(f"{{{a}}}", v)
+        return pattern
+
     def names_for(fam: str) -> tuple[list[str], list[str | None], list[str]]:
         kernels, patterns, every = [], [], []
         several = len(pl.entries) > 1
-        for i, e in enumerate(pl.entries):
-            fixed_suffix = "".join(f"_{word(e.fixed[k])}" for k in vary)
+        suffixes = ["".join(f"_{word(e.fixed[k])}" for k in vary) for e in pl.entries]
+        # the instances' names where the entries' patterns give them, which no kernel may take
+        instances = {instance(fam + x + "".join(f"_{{{a}}}" for a in axes), c) for x, e in zip(suffixes, pl.entries)
+                     for c in e.combinations()} if several and axes else set()
+        # numbered kernels k_v1, k_v2 where a number would be an instance's name (k_{mode}: k_1)
+        tag = "v" if any(f"{fam}{x}_{j + 1}" in instances for j, x in enumerate(suffixes)) else ""
+        for i, (e, fixed_suffix) in enumerate(zip(pl.entries, suffixes)):
             single = [vals[0] for vals in e.axes if len(vals) == 1]
             pattern = (fam + fixed_suffix + "".join(f"_{{{a}}}" for a in axes)) if several and axes else None
             # its fixed arguments' values (act_relu), else with its axes' single values where that is
-            # not its one instance's name, else a number
+            # not its one instance's name, else a number (k_1; k_v1 where an instance is k_1)
             name = fam
             if several:
                 with_values = fam + fixed_suffix + "".join(f"_{v}" for v in single)
                 own = bool(axes) and len(single) == len(axes)  # with_values: its one instance
+                numbered = f"{fam}{fixed_suffix}_{tag}{i + 1}"
                 name = next((c for c in (fam + fixed_suffix, None if own else with_values)
-                             if c and c != fam and c not in kernels), f"{fam}{fixed_suffix}_{i + 1}")
+                             if c and c != fam and c not in kernels and c not in instances), numbered)
             kernels.append(name)
             patterns.append(pattern)
             every.append(name)
             for c in e.combinations() if axes else []:
-                if pattern is None:
-                    every.append("_".join([name, *c]))
-                else:
-                    inst = pattern
-                    for a, v in zip(axes, c):
-                        inst = inst.replace(f"{{{a}}}", v)
-                    every.append(inst)
+                every.append("_".join([name, *c]) if pattern is None else instance(pattern, c))
         if _split(pl):  # the chain of the entries takes the family's name
             every.append(fam)
         return kernels, patterns, every
@@ -1421,6 +1454,17 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
             raise KernelgenError(f"{source_rel} declares no __global__ function {', '.join(missing)} (it declares: "
                                  f"{', '.join(g.qualified for g in globs) or 'none'})")
         globs = [g for g in globs if g.name in only or g.qualified in only]
+    undefined = ", ".join(dict.fromkeys(g.qualified for g in globs if not g.defined))
+    globs = [g for g in globs if g.defined]  # (one only declared here is drafted where it is defined)
+    if undefined and not globs:
+        raise KernelgenError(f"{source_rel} declares __global__ {undefined} but does not define "
+                             f"{'it' if ',' not in undefined else 'them'}: a spec's sources must define its kernels; "
+                             "draft the source that defines them (kernelgen draft that.cu; or both at once, "
+                             "kernelgen draft header source --write: the header is read with the source that "
+                             "includes it)")
+    if undefined:
+        notes.append(f"check: {undefined}: declared here but defined in none of the module's sources, so not "
+                     "drafted: draft it from the source that defines it")
     if not globs:
         raise KernelgenError(f"{source_rel} declares no __global__ function (comments removed"
                              + ("; " + "; ".join(notes) if notes else "") + ")")
@@ -1496,7 +1540,7 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     for pl in plans:
         body += _kernel_lines(pl, structs, layouts)
     lines.append("kernels:")
-    chains = [f"  {pl.family}: [{', '.join(pl.names)}]" for pl in plans if _split(pl)]
+    chains = [f"  {pl.family}: [{', '.join(pl.names)}]" for pl in plans if _split(pl) and pl.chained]
     if chains:
         body += ["fallbacks:  # the launching code's choice among a kernel's instances, by the conditions it launches "
                  "them under"] + chains
@@ -1653,8 +1697,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append(f"    instance_name: {_yaml_str(pattern)}")
         elif pl.axes:
             body.append("    instantiate:" + (
-                "  # those the source launches under this condition: a kernel each for the others, a chain of them "
-                "in fallbacks" if i == 0 and split else
+                "  # those the source launches under this condition: a kernel each for the others" + _CHAIN_NOTE
+                if i == 0 and split else
                 "  # the source instantiates only these combinations: one kernel each for the others"
                 if i == 0 and len(pl.entries) > 1 else ""))
             for t, vals in zip(pl.axes, entry.axes):
@@ -1726,6 +1770,12 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 union.update(dict(launch[0].host_args))
                 launch = (replace(launch[0], host_args=list(union.items())), launch[1], launch[2])
                 guarded[0] = launch
+            pl.chained = _chainable(pl, guarded)
+            if not pl.chained:  # (each one's condition to write by hand, no chain)
+                body[:] = [line.replace(_CHAIN_NOTE, "") for line in body]
+                body.append(f"    # check: the source chooses among {', '.join(pl.names)} by conditions the draft "
+                            "cannot write as applies_if, so no fallbacks chain is drafted (its later members would "
+                            "never be reached): write each one's applies_if, then chain them")
         axis = pl.axis_names
         cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
         smem_line = None
@@ -1803,6 +1853,8 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
         if g.pdl:
             modes.append("programmatic_dependent: true")
             why.append("it waits on or releases the stream's neighbouring kernels (griddepcontrol)")
+        if launch is not None:
+            body += _launch_cluster_lines(launch[0], cluster, modes, why)
         if modes:
             body.append(f"    launch: {{{', '.join(modes)}}}  # {'; '.join(why)}")
         if smem_line:
@@ -1813,6 +1865,40 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
             body.append(f"    skip_if: [{driver} == 0]")
         body.append(_examples_line(values, bools))
     return body
+
+
+# the first entry's instantiate comment, where a fallbacks chain of the entries is drafted
+_CHAIN_NOTE = ", a chain of them in fallbacks"
+
+
+def _chainable(pl: _Plan, guarded: list[tuple[Geometry, dict[str, int], int] | None]) -> bool:
+    """Whether the entries of ``pl``, which the launching code's conditions split, make a fallbacks
+    chain whose every member can be reached: each has its condition as applies_if (``guarded``: each
+    entry's launch under its condition), except one launched unconditionally, last."""
+    written = [e.guard == "" or (got is not None and guarded[0] is not None and got[0].condition is not None)
+               for e, got in zip(pl.entries, guarded)]
+    return all(written) and all(e.guard for e in pl.entries[:-1])
+
+
+def _launch_cluster_lines(geo: Geometry, compiled: tuple[str, ...] | None, modes: list[str],
+                          why: list[str]) -> list[str]:
+    """The cluster a launch asks for (``cudaLaunchAttributeClusterDimension``) as the entry's
+    ``launch: {cluster: ...}`` (added to ``modes``, its reason to ``why``), or the comment lines
+    saying it where the spec cannot take it (an expression it cannot write, a compile-time
+    ``cluster`` or a cooperative launch beside it)."""
+    if geo.cluster_text is not None:
+        return [f"    # check: the source launches it in clusters of ({geo.cluster_text}) (cudaLaunchAttributeCluster"
+                "Dimension), which the draft cannot write: give launch: {cluster: [x, y, z]}"]
+    if geo.cluster is None:
+        return []
+    dims = ", ".join(map(_yaml_expr, geo.cluster))
+    if compiled or "cooperative: true" in modes:
+        beside = "its __cluster_dims__" if compiled else "a cooperative launch"
+        return [f"    # check: the source launches it in clusters of [{dims}] (cudaLaunchAttributeClusterDimension) "
+                f"beside {beside}, which a spec cannot say"]
+    modes.append(f"cluster: [{dims}]")
+    why.append("the source launches it in clusters (cudaLaunchAttributeClusterDimension)")
+    return []
 
 
 def _bound_threads(g: Global, entry: _Entry) -> tuple[str, bool]:
@@ -1931,7 +2017,8 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     found = read(False)
     if len({(g.grid, g.block, g.shared_mem) for g in found}) > 1:
         named = read(True)
-        if len({(g.grid, g.block, g.shared_mem) for g in named}) < len({(g.grid, g.block, g.shared_mem) for g in found}):
+        if len({(g.grid, g.block, g.shared_mem) for g in named}) < \
+                len({(g.grid, g.block, g.shared_mem) for g in found}):
             found = named
     if entry is None or not entry.guard:  # (a condition only where it tells the instances apart)
         found = [replace(g, condition=None) for g in found]
@@ -1960,6 +2047,8 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
             continue
         guesses = [{n: (1024 if n == driver else 1) for n in names}, dict.fromkeys(names, 64),
                    dict.fromkeys(names, 1024), dict.fromkeys(names, 1 << 16)]
+        whole = cluster or ([int(c) for c in geo.cluster] if geo.cluster and all(c.isdigit() for c in geo.cluster)
+                            else None)
         cond = None
         if geo.condition is not None:  # values that meet the condition too: its numbers and those beside them
             try:
@@ -1969,12 +2058,16 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
             near = sorted({max(1, int(c) + d) for c in re.findall(r"\b\d+\b", geo.condition or "") for d in (-1, 0, 1)})
             guesses += [{n: (v if n == driver else 1) for n in names} for v in near]
             guesses += [dict.fromkeys(names, v) for v in near]
+            # (the condition's own names at its numbers, 0 too, the others as the first guess: m == 0)
+            said = set(re.findall(r"[A-Za-z_]\w*", geo.condition or "")) & set(names)
+            guesses += [{**guesses[0], **dict.fromkeys(said, int(c))}
+                        for c in re.findall(r"\b\d+\b", geo.condition or "")]
         limit = {**int_max, **{n: 1 for n, t in geo.host_args if t == "bool"}}  # (a flag: 0 or 1)
         guesses += [{**guess, **dict.fromkeys((n for n, t in geo.host_args if t == "bool"), 0)} for guess in guesses]
         for attempt in ((True, False) if cond is not None else (False,)):
             for guess in guesses:
                 env = {n: min(v, limit.get(n, v)) for n, v in guess.items()}
-                if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, cluster,
+                if all(_launches(trees, {**{fields.get(n, n): v for n, v in env.items()}, **ints}, whole,
                                  pl.smem_max, cond if attempt else None) for trees, ints in per):
                     return (geo if attempt or cond is None else replace(geo, condition=None)), env, kinds
         pl.unlaunched = pl.unlaunched or geo  # written, but beyond the targets' limits for every value tried
@@ -2052,6 +2145,21 @@ def _project_names(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return targets, modules
 
 
+def _global_names(text: str) -> tuple[set[str], set[str]]:
+    """The qualified names of the ``__global__`` functions source ``text`` declares, and of those
+    it defines."""
+    prepared = _prepare(text).text
+    decls = [d for d in global_decls(prepared) if not re.search(r"\btemplate\s*(?!\s*<)", d.head)]
+    return {d.qualified for d in decls}, {d.qualified for d in decls if _body(prepared, d.end) is not None}
+
+
+def _declares_for(header: str, source: str) -> bool:
+    """Whether ``header`` only declares ``__global__`` functions (at least one), all of which
+    ``source`` defines: its kernels are the source's, drafted in the source's module."""
+    declared, defined = _global_names(header)
+    return bool(declared) and not defined and declared <= _global_names(source)[1]
+
+
 def draft_files(root: Path, sources: list[Path], module: str | None = None, kernels: list[str] | None = None,
                 write: bool = False) -> list[tuple[Path, str]]:
     """The spec files ``kernelgen draft`` writes (or prints, one source without ``write``): (path,
@@ -2084,8 +2192,9 @@ def draft_files(root: Path, sources: list[Path], module: str | None = None, kern
             continue
         includes = set(re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', strip_comments(text), re.M))
         for hsrc, hrel, htext in rels:
-            if hsrc.suffix.lower() in _HEADER_SUFFIXES and hsrc.stem == src.stem and hrel not in folded and any(
-                    (src.parent / i).resolve() == hsrc or Path(i).name == hsrc.name for i in includes):
+            if hsrc.suffix.lower() in _HEADER_SUFFIXES and hrel not in folded and any(
+                    (src.parent / i).resolve() == hsrc or Path(i).name == hsrc.name for i in includes) and (
+                    hsrc.stem == src.stem or _declares_for(htext, text)):
                 merged.setdefault(rel, []).append((hrel, htext))
                 folded.add(hrel)
     targets, existing = _project_names(root)

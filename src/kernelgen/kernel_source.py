@@ -199,6 +199,17 @@ def _template_values(head: str, symbol: str, names: dict[str, int]) -> dict[str,
     return out
 
 
+# A function pointer's declarator (``R (*name)(args)``): its name.
+FN_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(")
+
+
+def function_pointer(decl: str) -> str | None:
+    """The name a function pointer declaration declares (``scalar_t (*ACT_FN)(const scalar_t&)``:
+    ``ACT_FN``; a template parameter, a member), or None where ``decl`` declares none."""
+    m = FN_POINTER.search(decl)
+    return m.group(1) if m else None
+
+
 def split_top(text: str) -> list[str]:
     """``text`` split at the commas outside brackets, each piece stripped (a blank last one left
     out): (), [] and {}, and <> where ``<`` follows a name (``Vec<float, 4>``, ``static_cast<int>``,

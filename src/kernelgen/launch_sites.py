@@ -2,7 +2,8 @@
 
 A source that launches its kernels (``k<<<grid, block, smem, stream>>>(args)``,
 ``cudaLaunchKernelEx(&cfg, k, args...)`` with ``cfg``'s ``gridDim``, ``blockDim`` and
-``dynamicSmemBytes`` set before it, or ``cudaLaunchKernel(k, grid, block, args, smem, stream)``
+``dynamicSmemBytes`` set before it (and a ``cudaLaunchAttributeClusterDimension`` among its
+``attrs``: the launch-time cluster), or ``cudaLaunchKernel(k, grid, block, args, smem, stream)``
 and ``cudaLaunchCooperativeKernel`` with ``void* args[] = {&p, &n};`` declared before it) already
 says how the grid, the block and the dynamic shared memory follow from the arguments, and under
 which condition it launches which instance. This module reads such a launch and writes its
@@ -10,7 +11,8 @@ geometry and its condition as spec expressions over the kernel's arguments, inst
 draft's guess:
 
 - ``dim3`` and integer variables the launching function declares before the launch (``dim3
-  grid(div, rows);``, ``const int threads = 256;``, ``int blocks = (n + threads - 1) /
+  grid(div, rows);``, ``dim3 grid(a, b), block(16, 16);``, ``dim3 block = {16, 16, 1};``, ``auto
+  grid = dim3(a, b);``, ``const int threads = 256;``, ``int blocks = (n + threads - 1) /
   threads;``, the last declaration before it; a ``dim3``'s components assigned after it,
   ``grid.y = rows;``, and read, ``block.x``) are put in;
 - a name the launch passes to the kernel as an integer argument (``k<<<..>>>(out, in, n)``, also
@@ -37,14 +39,20 @@ draft's guess:
   type it gives ``scalar_t``;
 - a launch inside a function template whose template arguments are that function's stands for
   each set of values the source gives the function (explicit instantiations, calls, also through
-  the function templates that call it); a launch through a variable naming the kernel (``auto
-  kernel = &k<T, true>;``) is a launch of ``k``;
+  the function templates that call it), and so does one whose template arguments are left to
+  deduction from arguments typed by them (``ln<<<...>>>(y, x)`` with ``T* y``); a ``constexpr`` of
+  the launching code given as a template argument is its value, evaluated per instance
+  (``constexpr uint32_t vec_size = 16 / sizeof(T);``); a launch through a variable naming the
+  kernel (``auto kernel = &k<T, true>;``, also for ``cudaLaunchKernel((void*)kernel, ...)``) is a
+  launch of ``k``;
 - C++'s integer operators are written as the spec's (``/`` as ``//``, ``(x + d - 1) / d`` as
   ``div_ceil(x, d)``, ``std::min`` as ``min``, ``sizeof`` of a known type as its bytes, casts
   dropped, products of numbers folded, ``c ? a : b`` as ``a if c else b``, a call of a one-line
   integer function of the sources expanded, a library's ``ceil_div`` as ``div_ceil``), and in the
   condition of the ``if`` / ``else`` / ``switch`` around the launch its comparisons and ``&&``,
-  ``||``, ``!`` too (``and``, ``or``, ``not``; an integer tested as a truth value compared with 0);
+  ``||``, ``!`` too (``and``, ``or``, ``not``; an integer tested as a truth value compared with 0,
+  also in ``c ? a : b``); inside a ``case 7:`` of ``switch (v)`` (or under ``v == 7``), a variable
+  ``v`` whose value the spec cannot compute otherwise is 7, and shifts of integers are folded;
   anything else (a member call such as ``x.size(0)``, ``<<``, a float) in the grid or the block
   leaves the draft's guess in place, in the shared memory a 0 marked ``check``, in the condition
   a ``check`` comment.
@@ -62,7 +70,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kernelgen.class_members import ClassTable, local_aliases, scan, type_size
-from kernelgen.kernel_source import Macros, closing, expand_macros, macros_of, split_top
+from kernelgen.kernel_source import Macros, closing, expand_macros, function_pointer, macros_of, split_top
 from kernelgen.model import DEVICE_NAMES
 from kernelgen.types import CPP_TYPES, SCALARS
 
@@ -94,6 +102,8 @@ class LaunchSite:
     param_types: dict[str, str] = field(default_factory=dict)  # every parameter: name -> C++ type as written
     guard: str | None = None  # the condition under which the launching function reaches it (C++), if any
     cooperative: bool = False  # launched by cudaLaunchCooperativeKernel
+    # the cluster dimensions of a cudaLaunchKernelEx's cudaLaunchAttributeClusterDimension, as written
+    cluster: list[str] | None = None
     # inside a PyTorch dispatch macro (AT_DISPATCH_FLOATING_TYPES(...), AT_DISPATCH_CASE(...)): its
     # name and the C++ types it gives scalar_t (put into the template arguments by dispatched())
     dispatch: tuple[str, tuple[str, ...]] | None = None
@@ -123,6 +133,10 @@ class Geometry:
     computed: dict[str, str] = field(default_factory=dict)  # host arguments the launching function computes
     smem_text: str | None = None  # the launch's shared memory where the spec cannot say it (as written)
     condition: str | None = None  # the condition the launching function launches it under, as the spec's
+    # the cluster the launch asks for (cudaLaunchAttributeClusterDimension): spec expressions, or its
+    # text as written where the spec cannot say it
+    cluster: tuple[str, str, str] | None = None
+    cluster_text: str | None = None
 
 
 def launch_sites(text: str, name: str, macros: Macros | None = None) -> list[LaunchSite]:
@@ -163,11 +177,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
             continue
         kernel_name = callee.group(2)
         if targs_text is None:  # auto kernel = &k<T, true>; kernel<<<...>>>(...): the kernel it names
-            alias = ([None] + list(re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?{kernel_name}\s*=\s*&?\s*"
-                                               rf"(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(<[^;{{}}]*>)?\s*;",
-                                               text[max(0, m.start() - 3000):m.start()])))[-1]
-            if alias is not None:
-                kernel_name, targs_text = alias.group(1), alias.group(2)
+            kernel_name, targs_text = _kernel_alias(text, m.start(), kernel_name) or (kernel_name, None)
         config = split_top(text[m.end():end])
         paren = re.compile(r"\s*\(").match(text, end + 3)
         if paren is None or len(config) < 2:
@@ -181,7 +191,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
     for m in re.finditer(r"\bcudaLaunchKernelEx(?:C)?\s*\(", text):
         close = closing(text, m.end())
         args = split_top(text[m.end():close]) if close is not None else []
-        kernel = _kernel_ref(args[1]) if len(args) >= 2 else None
+        kernel = _aliased(text, m.start(), _kernel_ref(args[1])) if len(args) >= 2 else None
         cfg = re.fullmatch(r"&\s*([A-Za-z_]\w*)", args[0].strip()) if args else None
         if kernel is None or cfg is None:
             continue
@@ -192,7 +202,7 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
     for m in re.finditer(r"\bcudaLaunch(?:Cooperative)?Kernel\s*(?:<[^;{}()]*>)?\s*\(", text):
         close = closing(text, m.end())
         args = split_top(text[m.end():close]) if close is not None else []
-        kernel = _kernel_ref(args[0]) if len(args) >= 4 else None
+        kernel = _aliased(text, m.start(), _kernel_ref(args[0])) if len(args) >= 4 else None
         array = re.fullmatch(r"\(?\s*(?:\(\s*void\s*\*\s*\*\s*\))?\s*([A-Za-z_]\w*)\s*\)?", args[3].strip()) \
             if kernel else None
         if kernel is None or array is None:
@@ -233,7 +243,8 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
             _read_variables(text[body_start:pos], site, macros)
             # a template argument that names a constexpr of the launching code (a dispatch macro's
             # constexpr static bool IsEven = true;, the last declaration before the launch): its value
-            consts = {m.group(1): m.group(2) for m in _CONSTEXPR_LOCAL.finditer(text, body_start, pos)}
+            consts = {m.group(1): m.group(2) if re.fullmatch(r"\w+", m.group(2)) else f"({m.group(2)})"
+                      for m in _CONSTEXPR_LOCAL.finditer(text, body_start, pos)}
             if consts and site.template_args:
                 site.template_args = [put_names(a, consts) for a in site.template_args]
             site.guard = _guard(text, pos, body_start, [x for x in stack if x >= body_start])
@@ -245,18 +256,19 @@ def launches(text: str, macros: Macros | None = None, classes: ClassTable | None
         elif via is not None:
             site.written = _launch_config(text[body[1] if body else 0:pos], via[1])
             site.config = [_expanded(c, macros) for c in site.written]
+            site.cluster = _launch_cluster(text[body[1] if body else 0:pos], via[1])
             if not site.config:
                 continue
-        if body is not None and site.template_args and body[0] not in instances:
+        if body is not None and body[0] not in instances:
             host = _host_template(text, body[0])
             instances[body[0]] = (host[1], _bindings(text, host, body[0])) if host is not None else None
-        given = instances.get(body[0]) if body is not None and site.template_args else None
+        given = instances.get(body[0]) if body is not None else None
         made = [site]
-        if given is not None and any(re.search(rf"\b{p}\b", a) for p in given[0] for a in site.template_args or ()):
+        if given is not None and _uses_params(site, given[0]):
             made = _instantiated(site, given[1])
         aliases = local_aliases(text[body[1]:pos]) if body is not None else {}
         made = [replace(d, functions=functions) for s in made for d in _dispatched(s, pos, spans)]
-        out.setdefault(kernel_name, []).extend(_with_members(s, classes, aliases) for s in made)
+        out.setdefault(kernel_name, []).extend(_evaluated(_with_members(s, classes, aliases), classes) for s in made)
     return out
 
 
@@ -333,7 +345,7 @@ def dispatched(site: LaunchSite) -> list[LaunchSite]:
 
 
 _CONSTEXPR_LOCAL = re.compile(r"\bconstexpr\s+(?:static\s+)?(?:const\s+)?(?:bool|int|unsigned|auto|size_t|"
-                              r"u?int(?:8|16|32|64)_t)\s+([A-Za-z_]\w*)\s*=\s*(true|false|\d+)\s*;")
+                              r"u?int(?:8|16|32|64)_t)\s+([A-Za-z_]\w*)\s*=\s*(true|false|\d+|[^;{}]+?)\s*;")
 
 
 def _expand_launching_macros(text: str, macros: Macros) -> str:
@@ -396,7 +408,8 @@ def _host_template(text: str, head_end: int) -> tuple[str, list[str], dict[str, 
     names, defaults = [], {}
     for p in split_top(text[start + head.end():end]):
         decl, eq, default = p.partition("=")
-        word = re.findall(r"[A-Za-z_]\w*", decl)[-1:]
+        fn = function_pointer(decl)  # scalar_t (*ACT_FN)(const scalar_t&)
+        word = [fn] if fn else re.findall(r"[A-Za-z_]\w*", decl)[-1:]
         if word:
             names.append(word[0])
             if eq:
@@ -502,11 +515,31 @@ def _with_members(site: LaunchSite, classes: ClassTable, aliases: dict[str, str]
                    dims={k: [put(x) for x in v] for k, v in site.dims.items()})
 
 
+def _uses_params(site: LaunchSite, params: list[str]) -> bool:
+    """Whether ``site``'s template arguments, or the types of the launching function's parameters
+    it passes (those its deduced template arguments follow: ``T* y`` passed as ``y``), name one of
+    ``params`` (the launching function template's)."""
+    texts = [*(site.template_args or ()), *(site.param_types.get(a.strip(), "") for a in site.call_args)]
+    return any(re.search(rf"\b{p}\b", t) for p in params for t in texts)
+
+
+def _evaluated(site: LaunchSite, classes: ClassTable) -> LaunchSite:
+    """``site`` with the template arguments that are integer expressions of constants (a
+    ``constexpr`` of the launching function template put in: ``(16 / sizeof(half))``) as their
+    values, where ``classes`` computes them."""
+    def value(arg: str) -> str:
+        if re.fullmatch(r"\s*[\w:]*\s*", arg) or (found := classes.evaluate(arg)) is None:
+            return arg
+        return str(found)
+    return replace(site, template_args=[value(a) for a in site.template_args]) if site.template_args else site
+
+
 def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[LaunchSite]:
     """``site`` (a launch whose template arguments use the template parameters of the function
     template that makes it) once for each of ``bindings``, the values the source gives those
-    parameters (:func:`_bindings`), put into its template arguments, configuration and the
-    variables it uses; ``site`` alone where there are none."""
+    parameters (:func:`_bindings`), put into its template arguments, configuration, the
+    variables it uses and the types of the parameters it passes (whose types give the template
+    arguments it leaves to deduction); ``site`` alone where there are none."""
     out = []
     def kept(value: str) -> bool:  # an integer or an element type: an axis's value
         return bool(re.fullmatch(r"-?\d+", value)) or " ".join(value.split()) in CPP_TYPES
@@ -516,7 +549,9 @@ def _instantiated(site: LaunchSite, bindings: list[dict[str, str]]) -> list[Laun
         # (the axis's; sizeof(T) the type axis's)
         whole = {i: a.strip() for i, a in enumerate(site.template_args or ()) if kept(b.get(a.strip(), ""))}
         c = {k: v for k, v in b.items() if k not in whole.values()}
-        out.append(replace(site, template_args=[put_names(a, b) for a in site.template_args or ()],
+        targs = [put_names(a, b) for a in site.template_args] if site.template_args is not None else None
+        out.append(replace(site, template_args=targs,
+                           param_types={k: put_names(v, b) for k, v in site.param_types.items()},
                            config=[put_names(x, c) for x in site.config],
                            written=[put_names(x, b) for x in site.written],
                            locals={k: put_names(v, c) for k, v in site.locals.items()},
@@ -662,6 +697,25 @@ def _kernel_ref(text: str) -> tuple[str, list[str] | None] | None:
     return m.group(1), split_top(m.group(2)[1:-1]) if m.group(2) else None
 
 
+def _kernel_alias(text: str, pos: int, name: str) -> tuple[str, str | None] | None:
+    """The kernel that a variable ``name`` declared before ``pos`` names (``auto kernel =
+    &ns::k<T, true>;``): its last name and its template arguments' text with the brackets (None
+    without); None where ``name`` is not so declared."""
+    alias = ([None] + list(re.finditer(rf"\bauto\s*\*?\s*(?:const\s+)?{name}\s*=\s*&?\s*"
+                                       rf"(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(<[^;{{}}]*>)?\s*;",
+                                       text[max(0, pos - 3000):pos])))[-1]
+    return (alias.group(1), alias.group(2)) if alias is not None else None
+
+
+def _aliased(text: str, pos: int, kernel: tuple[str, list[str] | None] | None) -> tuple[str, list[str] | None] | None:
+    """``kernel`` (what a launch API call at ``pos`` names, :func:`_kernel_ref`) as the kernel it
+    names where it is a variable naming one (:func:`_kernel_alias`)."""
+    alias = _kernel_alias(text, pos, kernel[0]) if kernel is not None and kernel[1] is None else None
+    if alias is None:
+        return kernel
+    return alias[0], split_top(alias[1][1:-1]) if alias[1] else None
+
+
 def _address_array(body: str, array: str) -> list[str] | None:
     """The arguments array ``array`` of ``body`` (the launching function up to the launch) points to
     (``void* args[] = {&p, (void*)&n};`` -> ``["p", "n"]``), or None where it is not so declared."""
@@ -697,6 +751,46 @@ def _launch_config(body: str, cfg: str) -> list[str]:
     if "gridDim" not in fields or "blockDim" not in fields:
         return []
     return [fields["gridDim"], fields["blockDim"], fields.get("dynamicSmemBytes", "0")]
+
+
+def _known_values(guard: str | None, variables: dict[str, str]) -> dict[str, str]:
+    """The launching function's ``variables`` whose value the condition a launch is under fixes (C++
+    ``guard``: ``log2_elements == 7``, a ``case 7:`` of ``switch (log2_elements)``, among ``&&``):
+    name -> the integer."""
+    if guard is None:
+        return {}
+    top = guard
+    while re.search(r"\([^()]*\)", top):  # (what is outside every parenthesis)
+        top = re.sub(r"\([^()]*\)", "", top)
+    if "||" in top:
+        return {}
+    out = {}
+    for part in guard.split("&&"):
+        m = re.fullmatch(r"\s*\(?\s*([A-Za-z_]\w*)\s*==\s*(\d+)[uUlL]*\s*\)?\s*", part)
+        if m and m.group(1) in variables:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _launch_cluster(body: str, cfg: str) -> list[str] | None:
+    """The cluster dimensions (x, y, z as written) that ``cudaLaunchConfig_t`` variable ``cfg``'s
+    attributes ask for in ``body`` (the launching function up to the launch): ``cfg.attrs =
+    attrs;`` (or ``&attr``) with ``attrs[i].id = cudaLaunchAttributeClusterDimension;`` and
+    ``attrs[i].val.clusterDim.x = 2;``; None where it has no such attribute."""
+    given = re.search(rf"(?<![\w.]){cfg}\s*\.\s*attrs\s*=\s*&?\s*([A-Za-z_]\w*)\s*;", body) or \
+        re.search(rf"\bcudaLaunchConfig_t\s+{cfg}\s*=?\s*\{{[^;]*?\.\s*attrs\s*=\s*&?\s*([A-Za-z_]\w*)", body)
+    if given is None:
+        return None
+    element = rf"(?<![\w.]){given.group(1)}\s*(\[\s*\d+\s*\])?\s*\."
+    which = re.search(rf"{element}\s*id\s*=\s*cudaLaunchAttributeClusterDimension\b", body)
+    if which is None:
+        return None
+    index = re.escape(re.sub(r"\s+", "", which.group(1) or ""))
+    dims = {}
+    for m in re.finditer(element + r"\s*val\s*\.\s*clusterDim\s*\.\s*([xyz])\s*=\s*([^;]+);", body):
+        if re.fullmatch(index, re.sub(r"\s+", "", m.group(1) or "")):
+            dims[m.group(2)] = m.group(3).strip()
+    return [dims.get(axis, "1") for axis in "xyz"]
 
 
 def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: dict[str, int],
@@ -814,7 +908,14 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
             out.append(e)
         return out + ["1"] * (3 - len(parts))  # (not an axis that happens to be 1)
 
-    scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs, site.functions)
+    # the condition as written; the configuration where the condition fixes a variable whose value the
+    # spec cannot compute otherwise (switch (v) { case 7: ... with v set in a loop: v is 7)
+    guard_scope = _Scope(site.locals, name, site.modified, site.dims, passed_exprs, site.functions)
+    before = dict(host), dict(computed)
+    known = {k: v for k, v in _known_values(site.guard, site.locals).items()
+             if k in site.modified or _spec_expr(site.locals[k], guard_scope) is None}
+    host, computed = before
+    scope = replace(guard_scope, variables={**site.locals, **known}, modified=site.modified - set(known))
     grid, block = dims(site.config[0]), dims(site.config[1])
     if grid is None or block is None or any(d in b for b in block for d in DEVICE_NAMES):
         return None  # (the spec's block takes no device names)
@@ -833,14 +934,22 @@ def geometry(site: LaunchSite, params: list[tuple[str, str | None]], constants: 
     condition = None
     if site.guard is not None:  # the names it adds are host arguments only where it is written
         before = dict(host), dict(computed)
-        condition = _spec_expr(site.guard, scope, condition=True)
+        condition = _spec_expr(site.guard, guard_scope, condition=True)
         condition = _truthy(condition) if condition is not None else None
         if condition is None:
+            host, computed = before
+    cluster = None
+    if site.cluster is not None:  # the names it adds are host arguments only where it is written
+        before = dict(host), dict(computed)
+        cluster = dims(f"dim3({', '.join(site.cluster)})")
+        if cluster is None:
             host, computed = before
     types = [(n, CPP_TYPES.get(" ".join(t.split()), "i64")) for n, t in host.items()]
     return Geometry((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), smem,
                     [(n, t if t in SCALARS and SCALARS[t].is_integer else "i64") for n, t in types], site.line,
-                    computed, (site.written or site.config)[2].strip() if smem_unread else None, condition)
+                    computed, (site.written or site.config)[2].strip() if smem_unread else None, condition,
+                    (cluster[0], cluster[1], cluster[2]) if cluster else None,
+                    ", ".join(site.cluster) if site.cluster is not None and cluster is None else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -901,7 +1010,45 @@ def arg_type(param_types: dict[str, str], text: str) -> str | None:
     return " ".join(base.split()) or None
 
 
-_DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*dim3\s+([A-Za-z_]\w*)\s*(?:(?:=\s*dim3\s*)?([({])|;)")
+# A declaration of dim3 variables (dim3 grid(a, b), block(256);), or of one by auto (auto grid = dim3(a, b);).
+_DIM3 = re.compile(r"(?:^|(?<=[;{}]))\s*(?:const\s+|static\s+)*(dim3|auto)\s+(?=[A-Za-z_])")
+# One declarator of it: grid, grid(a, b), grid{a, b}, grid = dim3(a, b), grid = {a, b}.
+_DIM3_ITEM = re.compile(r"([A-Za-z_]\w*)\s*(?:(=\s*)?(dim3\s*)?[({](.*)[)}])?", re.S)
+
+
+def _statement_end(text: str, start: int) -> int | None:
+    """Where the statement going on at ``start`` ends: its ``;`` outside brackets (None where a
+    bracket closes first, or there is none)."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == ";" and depth == 0:
+            return i
+    return None
+
+
+def _dim3_declarations(body: str) -> list[tuple[str, list[str], int]]:
+    """The ``dim3`` variables ``body`` declares, in order: name, components as written (``dim3
+    grid;``: one, 1) and where the declaration ends; each declarator of a declaration (``dim3
+    grid(a, b), block(16, 16);``, ``dim3 block = {16, 16, 1};``, ``dim3 block{16, 16};``), and
+    ``auto grid = dim3(a, b);``."""
+    out = []
+    for m in _DIM3.finditer(body):
+        end = _statement_end(body, m.end())
+        if end is None:
+            continue
+        for item in split_top(body[m.end():end]):
+            d = _DIM3_ITEM.fullmatch(item.strip())
+            if d is None or (m.group(1) == "auto" and not d.group(3)) or (d.group(3) and not d.group(2)):
+                break  # (auto n = 4;, dim3 grid = other;: not read)
+            out.append((d.group(1), split_top(d.group(4)) if d.group(4) is not None else ["1"], end))
+    return out
 
 
 def _expanded(text: str, macros: Macros) -> str:
@@ -912,14 +1059,8 @@ def _expanded(text: str, macros: Macros) -> str:
 def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> None:
     """The ``dim3`` and integer variables ``body`` declares (the last declaration of each name)."""
     declared: dict[str, int] = {}  # where each dim3's last declaration ends
-    for m in _DIM3.finditer(body):
-        if m.group(2) is None:  # dim3 grid; (1, 1, 1)
-            site.dims[m.group(1)], declared[m.group(1)] = ["1"], m.end()
-            continue
-        end = closing(body, m.end(), "()" if body[m.end() - 1] == "(" else "{}")
-        if end is not None:
-            site.dims[m.group(1)] = [_expanded(d, macros) for d in split_top(body[m.end():end])]
-            declared[m.group(1)] = end
+    for name, parts, end in _dim3_declarations(body):
+        site.dims[name], declared[name] = [_expanded(d, macros) for d in parts], end
     # components assigned after the declaration (grid.x = ...; the last assignment); one changed
     # otherwise (grid.x *= 2, ++grid.y) leaves the variable unread
     # (grid = dim3(a, b); the components given again)
@@ -940,7 +1081,7 @@ def _read_variables(body: str, site: LaunchSite, macros: Macros = ({}, {})) -> N
     for m in re.finditer(r"(?:^|(?<=[;{}(]))\s*((?:(?:const|constexpr|static)\s+)*)((?:[A-Za-z_][\w:]*\s+)+?)"
                          r"([A-Za-z_]\w*)\s*=\s*([^;{}]+);", body):
         words = [w.removeprefix("std::") for w in m.group(2).split()]
-        if words and all(w in _INT_WORDS for w in words):
+        if words and all(w in _INT_WORDS for w in words) and not re.match(r"dim3\s*[({]", m.group(4).strip()):
             site.locals[m.group(3)] = _expanded(m.group(4).strip(), macros)
             site.local_types[m.group(3)] = "int64_t" if words == ["auto"] else " ".join(words)
             # assigned again before the launch (nth *= 2 in a loop): its value is not the initializer's
@@ -1073,10 +1214,18 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
     tern = _ternary(text)  # c ? a : b (the loosest operator): the spec's a if c else b
     if tern is not None:
         c, a, b = (_spec_expr(x, scope, depth + 1, condition=i == 0 or condition) for i, x in enumerate(tern))
+        c = _truthy(c) if c is not None else None  # (big ? 512 : 128: big != 0)
+        decided = _decided(c) if c is not None else None
+        chosen = a if decided else b
+        if decided is not None and chosen is not None:  # (128 < 32 ? 128 : 32, a case's value put in: 32)
+            return _atom(chosen)
         return f"({a} if {c} else {b})" if a is not None and b is not None and c is not None else None
     # the sizes of types first (sizeof(float) -> 4), then casts: (int)x, static_cast<int>(x), int(x)
     text = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:\s]*?)\s*\)", _sizeof, text)
+    text = _MIN_MAX_TYPE.sub(r"\1", text)  # std::min<uint32_t>(a, b): min(a, b)
     text = _stand_for_passed(_drop_casts(text), scope.passed)
+    if "<<" in text or ">>" in text:
+        text = _fold_shifts(text, scope)
     out, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -1153,6 +1302,8 @@ def _spec_expr(text: str, scope: _Scope, depth: int = 0, condition: bool = False
     return _tidy(_join(out)) or None
 
 
+# std::min / std::max with an explicit template argument: the name, and where the argument begins
+_MIN_MAX_TYPE = re.compile(r"\b((?:std\s*::\s*)?(?:min|max))\s*<[^<>()]*>(?=\s*\()")
 # ceil-divisions of CUDA's and libraries' headers, as the spec's div_ceil
 _CEIL_DIVS = {"cuda::ceil_div", "at::ceil_div", "c10::ceil_div", "cutlass::ceil_div", "cute::ceil_div",
               "thrust::ceil_div"}
@@ -1187,6 +1338,29 @@ def helper_functions(text: str) -> dict[str, tuple[list[str], str]]:
         if all(params) and all(not re.search(r"[*&\[]", p) for p in split_top(m.group(2))):
             out.setdefault(m.group(1), ([p[0] for p in params], " ".join(m.group(3).split())))
     return out
+
+
+def _decided(condition: str) -> bool | None:
+    """The truth of a spec condition that compares two integers (``128 < 32``), None for others."""
+    m = re.fullmatch(r"\s*(\d+)\s*(<=|>=|==|!=|<|>)\s*(\d+)\s*", condition)
+    if m is None:
+        return None
+    a, b = int(m.group(1)), int(m.group(3))
+    return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b, "==": a == b, "!=": a != b}[m.group(2)]
+
+
+def _fold_shifts(text: str, scope: _Scope) -> str:
+    """``text`` with each shift of integers (``1 << 7``, also of a variable of ``scope`` whose value
+    is one: ``1 << log2_elements`` where a ``case 7:`` fixes it) as its value; the spec has no shifts."""
+    literal = {k: v.strip() for k, v in scope.variables.items()
+               if k not in scope.modified and re.fullmatch(r"\d+", v.strip())}
+
+    def fold(m: re.Match[str]) -> str:
+        a, b = (literal.get(x, x) for x in (m.group(1), m.group(3)))
+        if not (a.isdigit() and b.isdigit()):
+            return m.group(0)
+        return str(int(a) << int(b) if m.group(2) == "<<" else int(a) >> int(b))
+    return re.sub(r"(?<![\w.])([A-Za-z_]\w*|\d+)\s*(<<|>>)\s*([A-Za-z_]\w*|\d+)(?![\w.(])", fold, text)
 
 
 def _ternary(text: str) -> tuple[str, str, str] | None:
