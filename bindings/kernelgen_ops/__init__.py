@@ -30,6 +30,10 @@ from ._api import (
     LaunchError,
     NotLaunchedError,
     Outcome,
+    _flag,
+    _integer,
+    _type_name,
+    _where,
     falls_through,
 )
 
@@ -231,6 +235,30 @@ def _runtime(name: str) -> ModuleType:
         raise _unloadable(name, "the runtime", exc) from exc
 
 
+def _not_built(name: str, built: list[str], named: str) -> TargetError:
+    """The error for target ``name``, which is not among the ``built`` ones: no target of the
+    project (``named`` says where it was named: ``KERNELGEN_TARGET=volta``), or one to build."""
+    if _REGISTRY and name not in _REGISTRY:
+        return TargetError(f"{named}: {_PACKAGE} has no target {name!r} (its specs/targets.yaml has: "
+                           f"{', '.join(sorted(_REGISTRY))})")
+    return TargetError(f"{_PACKAGE}: target {name!r} is not built (built: {', '.join(built) or 'none'})"
+                       f"{_ops_path_note()}; run: {_build_cmd(name, built)}")
+
+
+def _target_runtime(helper: str, target_name: object) -> ModuleType:
+    """The runtime of the target a runtime helper's ``target_name`` names (an installed target;
+    None: the chosen one): a TypeError for another type, a TargetError for a target not built."""
+    if target_name is None:
+        return _runtime(target())
+    if not isinstance(target_name, str):
+        raise TypeError(f"{_where(helper, 'target_name')}: expected a target's name (str) or None, got "
+                        f"{_type_name(target_name)}")
+    built = available_targets()
+    if target_name not in built:
+        raise _not_built(target_name, built, f"{_PACKAGE}.{helper}(target_name={target_name!r})")
+    return _runtime(target_name)
+
+
 def target() -> str:
     """The target whose modules ``from <package> import X`` returns (chosen once)."""
     global _selected
@@ -241,11 +269,7 @@ def target() -> str:
     forced = os.environ.get("KERNELGEN_TARGET")
     if forced:
         if forced not in built:
-            if _REGISTRY and forced not in _REGISTRY:
-                raise TargetError(f"KERNELGEN_TARGET={forced}: {_PACKAGE} has no target {forced!r} (its "
-                                  f"specs/targets.yaml has: {', '.join(sorted(_REGISTRY))})")
-            raise TargetError(f"{_PACKAGE}: target {forced!r} is not built (built: {', '.join(built) or 'none'})"
-                              f"{_ops_path_note()}; run: {_build_cmd(forced, built)}")
+            raise _not_built(forced, built, f"KERNELGEN_TARGET={forced}")
         _selected = forced
         return forced
     if not built:
@@ -287,34 +311,44 @@ def refresh() -> None:
         fn()
 
 
+# The most SMs limit_sms takes (kg_rt_limit_sms takes an int32_t).
+_MAX_SMS = (1 << 31) - 1
+
+
 def device_values(target_name: str | None = None) -> dict[str, int]:
     """The values plans read for device names (``device.sm_count``, ... and the limits
     ``kernel.blocks_per_sm`` is computed from): the current device's, queried once per device,
-    when it is the target's; else the target's table from specs/targets.yaml (``device`` -1)."""
-    values: dict[str, int] = _runtime(target_name or target()).device_values()
+    when it is the target's; else the target's table from specs/targets.yaml (``device`` -1).
+    ``target_name``: an installed target (default: the chosen one)."""
+    values: dict[str, int] = _target_runtime("device_values", target_name).device_values()
     return values
 
 
 def use_target_table(on: bool = True, target_name: str | None = None) -> None:
     """Process-wide, per target library: plans (and the plans launches make) read the target's
-    table instead of the device, giving the answers of a machine without a GPU."""
-    _runtime(target_name or target()).use_target_table(bool(on))
+    table instead of the device, giving the answers of a machine without a GPU. ``on``: True or
+    False (or 0 or 1, as a launcher's bool argument takes them)."""
+    flag = _flag("use_target_table", "on", on)
+    _target_runtime("use_target_table", target_name).use_target_table(flag)
 
 
 def limit_sms(n: int, target_name: str | None = None) -> None:
     """Process-wide, per target library: plans (and the plans launches make) see at most ``n``
     SMs (``device.sm_count``, the co-residency bound of cooperative launches), as on a part with
     fewer SMs or inside a CUDA green context confined to ``n`` SMs, which CUDA's device attributes
-    do not report. ``limit_sms(0)`` lifts the limit."""
-    _runtime(target_name or target()).limit_sms(int(n))
+    do not report. ``n`` is an integer from 0 to 2**31-1 (no bool or float); ``limit_sms(0)``
+    lifts the limit."""
+    count = _integer("limit_sms", "n", n, 0, _MAX_SMS, "a number of SMs; 0 lifts the limit")
+    _target_runtime("limit_sms", target_name).limit_sms(count)
 
 
 def set_strict(strict: bool = True) -> None:
     """Process-wide: in strict mode a launcher that would not launch raises
-    NotLaunchedError instead of returning a "not launched" Outcome."""
+    NotLaunchedError instead of returning a "not launched" Outcome. ``strict``: True or False
+    (or 0 or 1, as a launcher's bool argument takes them)."""
     from . import _api
 
-    _api.STRICT = bool(strict)
+    _api.STRICT = _flag("set_strict", "strict", strict)
 
 
 def strict() -> bool:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+
+# The package these helpers belong to ("kernelgen_ops"), for messages.
+_PACKAGE = __name__.rpartition(".")[0]
 
 # Process-wide launcher settings, read by the built modules (see the package's set_strict
 # and refresh).
@@ -16,11 +20,70 @@ _refreshers: dict[int, Callable[[], object]] = {}  # one refresh function per lo
 _FALLS_THROUGH = frozenset({3, 4, 5, 8, 10})
 
 
+# Outcome codes are int32_t (kernelgen/abi.h).
+_CODE_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _type_name(value: object) -> str:
+    """The type of ``value`` as launchers' messages name it (``str``, ``numpy.float32``)."""
+    t = type(value)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _where(helper: str, name: str) -> str:
+    """The start of a runtime helper's argument error, as a launcher's names its kernel and
+    argument: ``kernelgen_ops.limit_sms: argument 'n'``."""
+    return f"{_PACKAGE}.{helper}: argument {name!r}" if _PACKAGE else f"{helper}: argument {name!r}"
+
+
+def _is_numpy_bool(value: object) -> bool:
+    t = type(value)
+    return t.__module__ == "numpy" and t.__name__ in ("bool", "bool_")
+
+
+def _index(value: object) -> int | None:
+    """``value`` as an integer (an int, or an object with ``__index__`` such as numpy.int64), or None."""
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _flag(helper: str, name: str, value: object) -> bool:
+    """Argument ``name`` of runtime helper ``helper`` as a flag: what a launcher's bool argument
+    takes (True, False, numpy's bools, the integers 0 and 1); a TypeError (ValueError for another
+    integer) naming the helper and argument for anything else."""
+    if isinstance(value, bool) or _is_numpy_bool(value):
+        return bool(value)
+    number = None if isinstance(value, float) else _index(value)
+    if number in (0, 1):
+        return bool(number)
+    error = ValueError if number is not None else TypeError
+    got = str(number) if number is not None else _type_name(value)
+    raise error(f"{_where(helper, name)}: expected a bool (True, False, 0 or 1), got {got}")
+
+
+def _integer(helper: str, name: str, value: object, least: int, most: int, what: str = "") -> int:
+    """Argument ``name`` of runtime helper ``helper`` as an integer in [least, most], as a
+    launcher's integer argument takes it (an int or an ``__index__`` object; no bool or float): a
+    TypeError for another type, a ValueError out of range (``what`` says what it counts), naming
+    the helper and argument."""
+    number = None if isinstance(value, (bool, float)) or _is_numpy_bool(value) else _index(value)
+    if number is None:
+        raise TypeError(f"{_where(helper, name)}: expected an integer, got {_type_name(value)}")
+    if not least <= number <= most:
+        raise ValueError(f"{_where(helper, name)}: {number} is out of range [{least}, {most}]"
+                         + (f" ({what})" if what else ""))
+    return number
+
+
 def falls_through(code: int) -> bool:
     """Whether a fallback chain tries its next member after outcome ``code`` (a launcher's
-    ``Outcome.code`` or a plan's ``"code"``): an error from a device limit (a grid over CUDA's
-    limits, a block outside the target's or over ``__launch_bounds__``, dynamic shared memory over
-    the opt-in limit, a cooperative grid over the co-residency limit)."""
+    ``Outcome.code`` or a plan's ``"code"``, an int32): an error from a device limit (a grid over
+    CUDA's limits, a block outside the target's or over ``__launch_bounds__``, dynamic shared
+    memory over the opt-in limit, a cooperative grid over the co-residency limit)."""
+    if type(code) is not int or not _CODE_RANGE[0] <= code <= _CODE_RANGE[1]:
+        code = _integer("falls_through", "code", code, *_CODE_RANGE)
     return code < 0 and (-code) >> 16 in _FALLS_THROUGH
 
 

@@ -494,19 +494,25 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count_option(p: argparse.ArgumentParser, *flags: str, least: int, **kwargs: object) -> None:
-    """An integer option of ``p`` that must be ``least`` or more (checked by :func:`main`, a
-    usage error)."""
+# The most any integer option takes: what an int32 holds (CMake's limit for -j).
+MOST = 2**31 - 1
+
+
+def _count_option(p: argparse.ArgumentParser, *flags: str, least: int, most: int = MOST, **kwargs: object) -> None:
+    """An integer option of ``p`` that must be from ``least`` to ``most`` (checked by :func:`main`,
+    a usage error)."""
     action = p.add_argument(*flags, type=int, **kwargs)  # type: ignore[arg-type]
-    p.set_defaults(counts=(*(p.get_default("counts") or ()), (action.dest, flags[0], least)), parser=p)
+    p.set_defaults(counts=(*(p.get_default("counts") or ()), (action.dest, flags[0], least, most)))
 
 
 def _count_error(args: argparse.Namespace) -> str | None:
-    """The usage error of an integer option below its least value, or None."""
-    for dest, flag, least in getattr(args, "counts", ()):
+    """The usage error of an integer option out of its range, or None."""
+    for dest, flag, least, most in getattr(args, "counts", ()):
         value = getattr(args, dest)
         if value is not None and value < least:
             return f"{flag} must be {least} or more (got {flag} {value})"
+        if value is not None and value > most:
+            return f"{flag} must be {most} or less (got {flag} {value})"
     return None
 
 
@@ -582,11 +588,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout = stdout
 
 
+ROOT_HELP = "project root (default: the folder above holding specs/targets.yaml)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: each command a subparser."""
     parser = argparse.ArgumentParser(prog="kernelgen", description="CUDA kernel specs -> launchers, bindings, builds.")
     parser.add_argument("--version", action="version", version=f"kernelgen {__version__}")
-    parser.add_argument("--root", type=Path, help="project root (default: the folder above holding specs/targets.yaml)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="regenerate generated/ from specs/")
     g.add_argument("--check", action="store_true", help="only check generated/ is current; exit 1 when stale")
@@ -647,8 +656,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("name", help="MODULE.KERNEL or MODULE.CHAIN (or a name only one module has)")
     pl.add_argument("values", nargs="*", metavar="ARG=VALUE",
                     help="integer arguments in decimal, as the specs write them, e.g. rows=256 n=4096 (a bool "
-                    "argument: true, false, 0 or 1); a list (rows=64,256,2048) sweeps, one table row per argument "
-                    "set")
+                    "argument: true, false, 0 or 1; a float argument, such as alpha=0.5, is checked and left out: "
+                    "no plan reads it); a list (rows=64,256,2048) sweeps, one table row per argument set")
     pl.add_argument("--target", "-t", action="append", help="target (repeatable; default: all)")
     pl.set_defaults(func=cmd_plan)
     sa = sub.add_parser(
@@ -683,12 +692,26 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--docs", nargs="?", const="", metavar="FILE",
                     help="regenerate the field reference in docs/spec-format.md (or FILE) instead")
     sc.set_defaults(func=cmd_schema, root_optional=True)
+    for command in sub.choices.values():  # --root after the command too (kernelgen build --root DIR)
+        command.add_argument("--root", type=Path, dest="command_root", metavar="ROOT", help=ROOT_HELP)
+        command.set_defaults(parser=command)  # for the usage errors main() finds
     return parser
+
+
+def _root_after_command(args: argparse.Namespace) -> str | None:
+    """Takes a ``--root`` given after the command as one given before it (its only meaning); the
+    usage error of two that name different folders, or None."""
+    after = args.command_root
+    if after is not None and args.root is not None and after.resolve() != args.root.resolve():
+        return f"--root {args.root} and --root {after} name two folders: give one"
+    if after is not None:
+        args.root = after
+    return None
 
 
 def _main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    problem = _count_error(args)
+    problem = _count_error(args) or _root_after_command(args)
     if problem:
         args.parser.print_usage(sys.stderr)
         print(f"{args.parser.prog}: error: {problem}", file=sys.stderr)

@@ -2,15 +2,17 @@
 arguments on each target, from the specs alone (no build, no GPU): launched with its grid,
 block, shared memory and cluster, or not launched and why, or the error; with the values of
 the kernel's ``let`` names and its arrays' sizes (a size that cannot be computed is the
-launchers' error). The device names take the target's table (specs/targets.yaml), as
-plans do without a GPU of the target; what only a launch can check (kill switches, array
-alignment, tensor-map encoding) is not evaluated.
+launchers' error). Float arguments are checked and left out: no plan reads them. The device
+names take the target's table (specs/targets.yaml), as plans do without a GPU of the target;
+what only a launch can check (kill switches, array alignment, tensor-map encoding) is not
+evaluated.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +20,7 @@ from kernelgen import cases, expr, plan, pyexpr
 from kernelgen.errors import KernelgenError, did_you_mean
 from kernelgen.loader import array_sizes
 from kernelgen.model import Catalog, Fallback, Kernel, KernelRef, Module, Target
-from kernelgen.types import ELEM_TYPES
+from kernelgen.types import ELEM_TYPES, ScalarType
 
 ELEM_NAMES = [e.name for e in ELEM_TYPES]
 
@@ -45,11 +47,15 @@ def parse_values(items: Sequence[str]) -> dict[str, list[str]]:
 
 
 # The integers the command line takes: decimal in ASCII digits, as the specs write them
-# (kernelgen.yamlio), with an optional sign; no '_' or leading zeros.
-_DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
+# (kernelgen.yamlio): an optional '-', no '+', '_' or leading zeros.
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)")
+# The real numbers a float argument takes, as the specs write them (kernelgen.yamlio): an integer,
+# or digits on each side of a decimal point and an exponent only with its sign.
+_REAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+([eE][-+][0-9]+)?)?")
 # What a bool argument takes besides 0 and 1: the specs' spellings.
 _BOOLS = {"true": 1, "false": 0}
-SPELLING = "write integers in decimal, as the specs do (e.g. 4096 or -1; no 0x, '_' or leading zeros)"
+SPELLING = "write integers in decimal, as the specs do (e.g. 4096 or -1; no '+', 0x, '_' or leading zeros)"
+REAL_SPELLING = "write numbers in decimal, as the specs do (e.g. 2, -0.5 or 1.0e-3)"
 ASCII_DIGITS = "write the digits 0-9 (ASCII), as the specs do"
 
 
@@ -57,11 +63,32 @@ def _integer(text: str) -> int | None:
     return int(text) if _DECIMAL.fullmatch(text) else None
 
 
+def float_args(kernels: Sequence[Kernel]) -> list[str]:
+    """The kernels' float scalar arguments (f16, bf16, f32, f64), in order: no plan reads them, as
+    float scalars are no names in expressions (grid, block, clauses, sizes, lets)."""
+    return list(dict.fromkeys(a.name for k in kernels for a in k.all_args
+                              if a.scalar is not None and not a.scalar.is_integer))
+
+
+def _real_problem(scalar: ScalarType, text: str) -> str | None:
+    """Why ``text`` is no value of float type ``scalar`` as a launcher takes it (a number in the
+    specs' decimal spelling whose magnitude does not round beyond the type's largest finite
+    value), or None."""
+    if not _REAL.fullmatch(text):
+        return f"expected a number ({scalar.name}), got {text!r}; {REAL_SPELLING}"
+    bias = (1 << (scalar.bits - 2 - scalar.mant)) - 1
+    if scalar.bits < 64 and abs(float(text)) >= (2 - 2.0 ** -(scalar.mant + 1)) * 2.0 ** bias:
+        largest = (2 - 2.0 ** -scalar.mant) * 2.0 ** bias
+        return f"{text} is out of range for {scalar.name} (finite values up to {largest:.8g} in magnitude)"
+    return None
+
+
 def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str, list[str | None]],
             what: str, axis_of: Mapping[str, tuple[str, str | None]] | None = None) -> dict[str, list[int | str]]:
     """The values of :func:`parse_values` as the Python module's plan() takes them: integer
     arguments range-checked by their types (with its ArgumentError's words), dtype keys as
-    element type names; a float, pointer or struct argument, or an unknown name, refused.
+    element type names; float arguments checked as launchers check them and left out (no plan
+    reads them: :func:`float_args`); a pointer or struct argument, or an unknown name, refused.
     ``axis_of``: per array whose element type a type axis chooses, (the axis, the dispatcher to
     plan instead, None when ``what`` is that dispatcher), for the hint of an array given a type."""
     args = {}
@@ -72,6 +99,7 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
             if a.derived:
                 fields.setdefault(a.source_text, a.name)
     ints = sorted({n for n, a in args.items() if a.is_int} | set(keys))
+    floats = float_args(kernels)
     out: dict[str, list[int | str]] = {}
     for name, texts in raw.items():
         if "." in name:
@@ -92,6 +120,12 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
         a = args.get(name)
         if a is None:
             raise KernelgenError(f"{what} has no argument '{name}' ({did_you_mean(name, ints)})")
+        if name in floats:  # checked, then left out
+            for text in texts:
+                problem = _real_problem(a.scalar, text)  # type: ignore[arg-type]
+                if problem:
+                    raise KernelgenError(f"{what}: argument '{name}': {problem}")
+            continue
         if not a.is_int:
             kind = "pointer" if a.is_pointer else "struct" if a.is_struct else a.scalar.name  # type: ignore[union-attr]
             hint = ""
@@ -361,6 +395,10 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
     title = f"{m.name}.{short}" + (f" ({what})" if members is not None else "")
     values = convert(raw, kernels, keys, f"{m.name}.{short}", type_axis_of(m, chain, kernels))
     check_names(values, kernels, title)
+    ignored = [n for n in float_args(kernels) if n in raw]
+    if ignored:
+        which = "a float argument" if len(ignored) == 1 else "float arguments"
+        print(f"kernelgen: note: {', '.join(ignored)}: {which}, which no plan reads (left out)", file=sys.stderr)
     combos = sweep(values)
     if len(combos) > 1:
         return table(catalog, title, refs, kernels, combos, targets, members is not None, keys)

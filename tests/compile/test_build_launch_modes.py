@@ -93,7 +93,8 @@ def test_limit_sms_caps_the_sm_count_plans_see(built: Path) -> None:
         "True",
         "132",
         "132 (1056, 1, 1)",
-        "limit_sms(-1): give a number of SMs (0: no limit)",
+        "kernelgen_ops.limit_sms: argument 'n': -1 is out of range [0, 2147483647] (a number of SMs; 0 lifts the "
+        "limit)",
     ]
 
 

@@ -310,7 +310,7 @@ def test_f32_accepts_numbers(g, value):
     (True, "expected f32, got bool"),
     (None, "expected a number, got NoneType"),
     ("0.5", "expected a number, got str"),
-    (10**400, "number out of range for f32"),
+    (10**400, "is out of range for f32"),
 ], ids=["True", "None", "str", "10**400"])
 def test_f32_rejects_non_numbers(g, value, frag):
     arg_error(lambda: launch(g, arrays(), a_f32=value), "a_f32", frag)

@@ -7,6 +7,7 @@
 #include "kernelgen/python.h"
 #include "kernelgen/torch_fast.h"
 
+#include <cmath>
 #include <cstring>
 
 // The project's Python package (specs/project.yaml), defined by the target's CMake list.
@@ -204,7 +205,10 @@ inline int convert_scalar_fast(const LauncherSpec* s, const ArgSpec* a, PyObject
   const ScalarInfo& info = kScalars[a->type];
   if (info.kind == kBool) return convert_scalar(s, a, o, out);
   if (info.kind == kFloat) {
-    if (PyFloat_CheckExact(o) && info.bits != 16) {
+    // f32: a finite value that rounds to inf there (from 2^128 - 2^103 up) is convert_scalar's
+    // error, as is every f16 / bf16 value's range (NaN passes: the comparison is false).
+    if (PyFloat_CheckExact(o) && info.bits != 16 &&
+        (info.bits == 64 || !(std::fabs(PyFloat_AS_DOUBLE(o)) >= 0x1.ffffffp127))) {
       out->f = PyFloat_AS_DOUBLE(o);
       return 0;
     }

@@ -41,6 +41,33 @@ uint16_t round_to_16(double d, int mant) {
   return static_cast<uint16_t>(sign | bits);
 }
 
+// The exponent bias of a float format of `bits` bits with `mant` fraction bits (one sign bit, the
+// rest exponent): f32 127, f16 15, bf16 127, f64 1023.
+int float_bias(const ScalarInfo& info) { return (1 << (info.bits - 2 - info.mant)) - 1; }
+
+// Whether the finite double `d` lies beyond the float format's largest finite value by half a unit
+// in its last place or more, so rounding it to nearest even gives infinity (f64 holds every double).
+bool rounds_to_inf(double d, const ScalarInfo& info) {
+  if (info.bits >= 64 || !std::isfinite(d)) return false;
+  return std::fabs(d) >= std::ldexp(2.0 - std::ldexp(1.0, -(info.mant + 1)), float_bias(info));
+}
+
+// The ArgumentError of a finite number that the float type cannot hold (rounding it would give
+// infinity, or it is an int beyond every double): its value, and the type's largest finite value.
+int float_range_error(const LauncherSpec* s, const ArgSpec* a, PyObject* o, const ScalarInfo& info) {
+  PyObject* str = PyObject_Str(o);
+  const char* text = str ? PyUnicode_AsUTF8(str) : nullptr;
+  if (text == nullptr) PyErr_Clear();
+  const double largest = std::ldexp(2.0 - std::ldexp(1.0, -info.mant), float_bias(info));
+  char detail[300];
+  std::snprintf(detail, sizeof detail,
+                "%.60s%s is out of range for %s (finite values up to %.8g in magnitude; pass float('inf') for "
+                "infinity)",
+                text ? text : "the number", text && std::strlen(text) > 60 ? "..." : "", info.name, largest);
+  Py_XDECREF(str);
+  return arg_error(s, a, "%s", detail);
+}
+
 }  // namespace
 
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
@@ -79,11 +106,13 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     if (!PyFloat_Check(o) && !PyLong_Check(o) && (nb == nullptr || (nb->nb_float == nullptr && nb->nb_index == nullptr))) {
       return arg_error(s, a, "expected a number, got %s", type_name(o));
     }
-    double d = PyFloat_AsDouble(o);
+    const double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return arg_error(s, a, "number out of range for %s", info.name);
+      if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return producer_error(s, a, "__float__");
+      PyErr_Clear();  // an int beyond every double
+      return float_range_error(s, a, o, info);
     }
+    if (rounds_to_inf(d, info)) return float_range_error(s, a, o, info);  // inf and nan themselves pass
     if (info.bits == 16) {
       out->u = round_to_16(d, info.mant);  // f16/bf16: the C ABI takes the bits
     } else {
