@@ -61,9 +61,14 @@ run python -m pytest -q -rs -p no:cacheprovider
 
 step "pip wheel of the project (target ampere)"
 run pip install -q scikit-build-core
-run pip wheel -q --no-build-isolation --no-deps -w "$WORK/dist" . -Ccmake.define.KERNELGEN_TARGETS=ampere
+run pip wheel -q --no-build-isolation --no-deps -w "$WORK/dist" . -Ccmake.define.KERNELGEN_TARGETS=ampere \
+  -Ccmake.define.KERNELGEN_LINEINFO=OFF
 ls -l "$WORK"/dist
 python -m zipfile -l "$WORK"/dist/tinyops-*.whl | awk 'NR > 1 {print "  " $1}'
+# without line information the libraries name no folder of the machine that built them
+rm -rf "$WORK/unpacked" && python -m zipfile -e "$WORK"/dist/tinyops-*.whl "$WORK/unpacked"
+if grep -rla "$WORK" "$WORK/unpacked"; then echo "FAIL: the wheel above names $WORK"; exit 1; fi
+echo "the wheel names no path under $WORK"
 deactivate
 
 step "the wheel in a second fresh venv (no kernelgen there)"

@@ -7,6 +7,10 @@ if(NOT DEFINED KERNELGEN_INSTALL_DIR)
   set(KERNELGEN_INSTALL_DIR kernelgen_ops)
 endif()
 set(KERNELGEN_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR}/../runtime)
+# Source line information in the device code (nvcc -lineinfo: profilers and compute-sanitizer
+# map instructions to source lines). It records the sources' absolute paths on the build machine
+# in the libraries; OFF leaves them out (a wheel to publish: -Ccmake.define.KERNELGEN_LINEINFO=OFF).
+option(KERNELGEN_LINEINFO "Build device code with source line information (nvcc -lineinfo)" ON)
 include(${CMAKE_CURRENT_LIST_DIR}/struct_headers.cmake)
 set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
