@@ -291,6 +291,7 @@ class BuildOptions:
     extra_cmake_args: Sequence[str] = ()
     torch_reader: bool = True  # build the C++ torch tensor reader when torch is installed
     package: str = "kernelgen_ops"  # the project's Python package: installs go to install_prefix/package
+    lineinfo: bool = True  # device code with source line information (nvcc -lineinfo: the sources' paths)
 
 
 class _Signalled(BaseException):
@@ -1071,6 +1072,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
         f"-Dpybind11_DIR={tools.pybind11_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        f"-DKERNELGEN_LINEINFO={'ON' if opts.lineinfo else 'OFF'}",
     ]
     torch = tools.torch
     if torch:

@@ -216,6 +216,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         torch_reader=not args.no_torch_reader,
         package=package,
+        lineinfo=not args.no_lineinfo,
     )
     check_paths(build_paths(opts))  # before anything is written
     files = render_catalog(catalog, templates=root / "templates")
@@ -305,7 +306,7 @@ def cmd_cmake(args: argparse.Namespace) -> int:
     # installed into a staging folder whose package the wheel's CMake installs as it is.
     opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
                         install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
-                        verbose=args.verbose)
+                        verbose=args.verbose, lineinfo=not args.no_lineinfo)
     check_paths(build_paths(opts))  # before anything is written
     for option, d in (("--build-dir DIR", opts.build_dir), ("--out FILE", out_dir)):
         _check_writable(option, d)
@@ -612,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
     b.add_argument("--no-torch-reader", action="store_true",
                    help="do not build the C++ reader of torch tensors even where torch is installed")
+    b.add_argument("--no-lineinfo", action="store_true", help=_NO_LINEINFO)
     b.add_argument("--no-link", action="store_true",
                    help="do not make the package importable in the active environment (no .pth file)")
     b.set_defaults(func=cmd_build)
@@ -643,6 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     cm.add_argument("--target", "-t", action="append", help="target to build (repeatable; default: all)")
     cm.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build, shared with kernelgen build)")
     cm.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
+    cm.add_argument("--no-lineinfo", action="store_true", help=_NO_LINEINFO)
     cm.set_defaults(func=cmd_cmake)
     ls = sub.add_parser("list", help="list modules, kernels, dispatchers, fallback chains and structs")
     ls.add_argument("module", nargs="*", help="show only these modules (default: every module)")
@@ -753,6 +756,8 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 # The options that choose the folders a command writes to.
+_NO_LINEINFO = ("build the device code without source line information (nvcc -lineinfo, which records the "
+                "sources' paths on this machine in the libraries)")
 _FOLDER_OPTIONS = {"build": "--build-dir DIR, --install-dir DIR", "cmake": "--build-dir DIR, --out FILE",
                    "sass": "--json FILE", "schema": "--out FILE"}
 

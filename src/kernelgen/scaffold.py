@@ -208,11 +208,16 @@ _CMAKE = """\
 cmake_minimum_required(VERSION 3.24)
 project(@PKG@ LANGUAGES NONE)
 set(KERNELGEN_TARGETS "" CACHE STRING "targets to build into the wheel (default: all)")
+# OFF: no source line information in the device code (nvcc -lineinfo records this machine's paths)
+option(KERNELGEN_LINEINFO "Build device code with source line information" ON)
 find_package(Python 3.10 REQUIRED COMPONENTS Interpreter)
 set(kg_args)
 foreach(kg_t IN LISTS KERNELGEN_TARGETS)
   list(APPEND kg_args --target ${kg_t})
 endforeach()
+if(NOT KERNELGEN_LINEINFO)
+  list(APPEND kg_args --no-lineinfo)
+endif()
 execute_process(
   COMMAND ${Python_EXECUTABLE} -m kernelgen.cli --root ${CMAKE_CURRENT_SOURCE_DIR} cmake
           --out ${CMAKE_BINARY_DIR}/kernelgen/project.cmake ${kg_args}

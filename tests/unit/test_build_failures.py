@@ -22,6 +22,7 @@ from kernelgen.build import (
     check_launcher,
     configure_args,
 )
+from kernelgen.cli import build_parser
 from kernelgen.errors import BuildError
 from kernelgen.sass import module_objects
 
@@ -142,6 +143,18 @@ def test_the_compiler_launcher_is_checked_and_cleared_when_not_given(tmp_path: P
     opts.compiler_launcher = str(script)
     with_launcher = configure_args(opts, target, _tools())
     assert f"-DCMAKE_CUDA_COMPILER_LAUNCHER={script}" in with_launcher and with_launcher != args
+
+
+def test_line_information_is_a_configure_setting(tmp_path: Path) -> None:
+    """--no-lineinfo (BuildOptions.lineinfo) configures KERNELGEN_LINEINFO=OFF: a setting of the
+    configure's arguments, so changing it configures the target again (the stamp compares them)."""
+    opts = BuildOptions(tmp_path, tmp_path / "build", tmp_path / "bindings")
+    target = SimpleNamespace(name="hopper")
+    assert "-DKERNELGEN_LINEINFO=ON" in configure_args(opts, target, _tools())
+    opts.lineinfo = False
+    assert "-DKERNELGEN_LINEINFO=OFF" in configure_args(opts, target, _tools())
+    args = build_parser().parse_args(["build", "--no-lineinfo"])
+    assert args.no_lineinfo and not build_parser().parse_args(["cmake", "--out", "x"]).no_lineinfo
 
 
 def test_sass_reads_the_objects_the_builds_compile_commands_name(tmp_path: Path) -> None:
