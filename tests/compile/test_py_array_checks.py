@@ -2,7 +2,9 @@
 counts and strides that overflow 64 bits, __cuda_array_interface__ fields (version, mask, data
 pointer), integer pointers of any int type (int subclasses, IntEnum, numpy.int64), the alignment of
 every typed pointer, dispatchers whose arrays' dtypes cannot tell their instances apart, DLPack
-producers told the call's stream, stream objects, and plan()'s dtype keys and sizes. No GPU is
+producers told the call's stream, stream objects, plan()'s dtype keys and sizes, a chain of a
+vector member and a scalar one, and float scalars beyond their type's range (f32, f16, bf16, f64,
+a struct's f32 field; infinity and NaN passed as such are taken). No GPU is
 needed: every check runs before the launch, and an argument list that passes them all reaches the
 launch, which fails for want of a GPU (LaunchError)."""
 
@@ -27,7 +29,29 @@ TARGETS = """hopper:
 SPEC = """module: checks
 summary: Array arguments of several element types, a strided view and a dispatcher over FP8 types.
 sources: [kernels/checks.cu]
+structs:
+  Params:
+    cpp: Params
+    header: kernels/params.h
+    fields:
+      scale: f32
+      n: u32
 kernels:
+  floats:
+    symbol: floats_kernel
+    summary: Reads one float scalar of each type, and a struct with a float field.
+    args:
+      y: {type: f32*, size: n}
+      a32: f32
+      a16: f16
+      ab16: bf16
+      a64: f64
+      p: Params
+      n: u32
+    grid: ["div_ceil(n, 256)", 1, 1]
+    block: [256, 1, 1]
+    examples:
+      - {n: 64}
   typed:
     symbol: typed_kernel
     summary: Reads arrays of several element types.
@@ -90,8 +114,12 @@ fallbacks:
 """
 
 KERNELS = """#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <stdint.h>
+#include "params.h"
+
+__global__ void floats_kernel(float* y, float a32, __half a16, __nv_bfloat16 ab16, double a64, Params p, uint32_t n) {}
 
 __global__ void typed_kernel(const float* x, const __nv_bfloat16* h, const double* d, float4* v,
                              const uint8_t* b, const void* raw, const float* s, const float* big, uint32_t n,
@@ -108,6 +136,16 @@ __global__ void conv_kernel(const T* x, float* y, uint32_t n) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = static_cast<float>(x[i]);
 }
+"""
+
+PARAMS = """#ifndef CHECKS_PARAMS_H
+#define CHECKS_PARAMS_H
+#include <stdint.h>
+struct Params {
+  float scale;
+  uint32_t n;
+};
+#endif
 """
 
 PRELUDE = """
@@ -140,13 +178,19 @@ def args(**over):
 
 def typed(**over):
     return lambda: m.typed(**args(**over))
+
+def fcheck(label, **over):  # the float scalars of m.floats
+    a = dict(y=A('<f4', (64,)), a32=1.0, a16=1.0, ab16=1.0, a64=1.0, p={'scale': 1.0, 'n': 1}, n=64)
+    a.update(over)
+    check(label, lambda: m.floats(**a))
 """
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = small_project(tmp_path_factory.mktemp("pychecks") / "project",
-                         {"specs/targets.yaml": TARGETS, "specs/checks.yaml": SPEC, "kernels/checks.cu": KERNELS})
+                         {"specs/targets.yaml": TARGETS, "specs/checks.yaml": SPEC, "kernels/checks.cu": KERNELS,
+                          "kernels/params.h": PARAMS})
     res = run_cli("build", "--target", "hopper", cwd=root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root
@@ -419,3 +463,92 @@ print(m.relu.plan(n=64)['kernel'], m.relu.plan(n=64)['sizes'], m.relu.plan(n=62)
     ], out
     assert out[6].startswith("int ArgumentError x | an integer device pointer carries no dtype"), out
     assert out[7] == "relu_vec4 {'x': 16, 'y': 16} relu_scalar {'x': 62, 'y': 62}", out
+
+
+# ---------------------------------------------------------------- float scalars
+
+def _over(value: str, type_name: str, largest: str) -> str:
+    return (f"{value} is out of range for {type_name} (finite values up to {largest} in magnitude; pass "
+            "float('inf') for infinity)")
+
+
+F16_OVER = "65504"
+BF16_OVER = "3.3895314e+38"
+F32_OVER = "3.4028235e+38"
+
+
+def test_16_bit_floats_refuse_finite_values_beyond_their_range(built: Path) -> None:
+    out = _run(built, """
+for name in ('a16', 'ab16'):
+    for value in (65504.0, 65519.0, 65520.0, -70000, 1e39, 2**200, np.float64(-1e39), float('inf'), float('-inf'),
+                  float('nan'), 3.3895e38):
+        fcheck(f'{name}={value!r}', **{name: value})
+""")
+    assert out == [
+        "a16=65504.0 passed the checks",
+        "a16=65519.0 passed the checks",  # rounds to 65504
+        f"a16=65520.0 ArgumentError a16 | {_over('65520.0', 'f16', F16_OVER)}",  # rounds to inf
+        f"a16=-70000 ArgumentError a16 | {_over('-70000', 'f16', F16_OVER)}",
+        f"a16=1e+39 ArgumentError a16 | {_over('1e+39', 'f16', F16_OVER)}",
+        f"a16={2**200} ArgumentError a16 | {_over(str(2**200)[:60] + '...', 'f16', F16_OVER)}",
+        f"a16=np.float64(-1e+39) ArgumentError a16 | {_over('-1e+39', 'f16', F16_OVER)}",
+        "a16=inf passed the checks",
+        "a16=-inf passed the checks",
+        "a16=nan passed the checks",
+        f"a16=3.3895e+38 ArgumentError a16 | {_over('3.3895e+38', 'f16', F16_OVER)}",
+        "ab16=65504.0 passed the checks",
+        "ab16=65519.0 passed the checks",
+        "ab16=65520.0 passed the checks",
+        "ab16=-70000 passed the checks",
+        f"ab16=1e+39 ArgumentError ab16 | {_over('1e+39', 'bf16', BF16_OVER)}",
+        f"ab16={2**200} ArgumentError ab16 | {_over(str(2**200)[:60] + '...', 'bf16', BF16_OVER)}",
+        f"ab16=np.float64(-1e+39) ArgumentError ab16 | {_over('-1e+39', 'bf16', BF16_OVER)}",
+        "ab16=inf passed the checks",
+        "ab16=-inf passed the checks",
+        "ab16=nan passed the checks",
+        "ab16=3.3895e+38 passed the checks",
+    ]
+
+
+def test_f32_and_f64_refuse_numbers_they_cannot_hold(built: Path) -> None:
+    """f32 and f64 arguments and an f32 struct field: values that are no Python float (ints, numpy scalars) and struct fields."""
+    out = _run(built, """
+for value in (2**200, -2**200, 10**400, np.float64(1e39), np.float64(3.4028235e38), np.float32('inf')):
+    fcheck(f'a32={value!r}', a32=value)
+fcheck('a64=10**400', a64=10**400)
+fcheck('a64=2**200', a64=2**200)
+for value in (1e39, float('inf'), float('nan'), 3.4028235e38):
+    fcheck(f'p.scale={value!r}', p={'scale': value, 'n': 1})
+""")
+    assert out == [
+        f"a32={2**200} ArgumentError a32 | {_over(str(2**200)[:60] + '...', 'f32', F32_OVER)}",
+        f"a32={-2**200} ArgumentError a32 | {_over(str(-2**200)[:60] + '...', 'f32', F32_OVER)}",
+        f"a32={10**400} ArgumentError a32 | {_over(str(10**400)[:60] + '...', 'f32', F32_OVER)}",
+        f"a32=np.float64(1e+39) ArgumentError a32 | {_over('1e+39', 'f32', F32_OVER)}",
+        "a32=np.float64(3.4028235e+38) passed the checks",
+        "a32=np.float32(inf) passed the checks",
+        f"a64=10**400 ArgumentError a64 | {_over(str(10**400)[:60] + '...', 'f64', '1.7976931e+308')}",
+        "a64=2**200 passed the checks",
+        f"p.scale=1e+39 ArgumentError p | field 'scale': {_over('1e+39', 'f32', F32_OVER)}",
+        "p.scale=inf passed the checks",
+        "p.scale=nan passed the checks",
+        "p.scale=3.4028235e+38 passed the checks",
+    ]
+
+
+def test_f32_refuses_python_floats_beyond_its_range(built: Path) -> None:
+    out = _run(built, """
+for value in (1e39, -1e39, 2.0**128 - 2.0**103, 1e308, 3.4028235e38, 2.0**128 - 2.0**104, float('inf'), float('nan')):
+    fcheck(f'a32={value!r}', a32=value)
+""")
+    assert out == [
+        f"a32=1e+39 ArgumentError a32 | {_over('1e+39', 'f32', F32_OVER)}",
+        f"a32=-1e+39 ArgumentError a32 | {_over('-1e+39', 'f32', F32_OVER)}",
+        # half a unit in the last place above FLT_MAX: rounds to inf (ties to even)
+        f"a32=3.4028235677973366e+38 ArgumentError a32 | {_over('3.4028235677973366e+38', 'f32', F32_OVER)}",
+        f"a32=1e+308 ArgumentError a32 | {_over('1e+308', 'f32', F32_OVER)}",
+        "a32=3.4028235e+38 passed the checks",
+        "a32=3.4028234663852886e+38 passed the checks",
+        "a32=inf passed the checks",
+        "a32=nan passed the checks",
+    ]
