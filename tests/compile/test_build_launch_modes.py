@@ -65,6 +65,26 @@ def test_plans_without_a_gpu_use_the_target_table(built: Path) -> None:
     ]
 
 
+def test_an_occupancy_of_a_block_too_large_to_launch_is_zero(built: Path) -> None:
+    """kernel.blocks_per_sm is read before the block's checks: a block whose extents overflow their
+    product (4194304 x 4194304 x 1048576 wraps to 0 in 64 bits) plans as the block error that
+    `kernelgen plan` gives (it divided by zero: SIGFPE), as does one of 1 x 1 x 2**40 threads."""
+    res = _python(
+        "import kernelgen_ops.hopper.launch_modes as m\n"
+        "for b in ((4194304, 4194304, 1048576), (1, 1, 2**31), (2048, 1, 1), (128, 1, 1)):\n"
+        "    p = m.occupancy_grid.plan(n=1000, bx=b[0], by=b[1], bz=b[2])\n"
+        "    print(p['code'], p['grid'] if p['launched'] else p['reason'])\n",
+        built,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        f"{-(4 << 16)} occupancy_grid: block x is outside the target's limits",
+        f"{-(4 << 16) - 2} occupancy_grid: block z is outside the target's limits",
+        f"{-(4 << 16)} occupancy_grid: block x is outside the target's limits",
+        "0 (1000, 1, 1)",
+    ], res.stdout
+
+
 def test_limit_sms_caps_the_sm_count_plans_see(built: Path) -> None:
     """kernelgen_ops.limit_sms(n): plans see at most n SMs (a green context's share of the GPU), so
     a persistent grid shrinks and a cooperative grid's co-residency bound with it; 0 lifts it."""

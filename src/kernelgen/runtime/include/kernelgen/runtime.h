@@ -350,8 +350,12 @@ class KernelSlot {
 inline int64_t table_blocks_per_sm(const kg_device_values& d, int64_t bx, int64_t by, int64_t bz,
                                    int64_t shared_mem) {
   if (bx < 1 || by < 1 || bz < 1) return 0;
-  const int64_t threads = bx * by * bz;  // bounded by the block limits checked first
-  if (threads > d.max_threads_per_block || shared_mem < 0 || shared_mem > d.max_shared_mem_optin) return 0;
+  // (called before the block's checks: each extent within the per-block thread limit first, so
+  // that the product cannot overflow)
+  const int64_t most = d.max_threads_per_block;
+  if (bx > most || by > most || bz > most) return 0;
+  const int64_t threads = bx * by * bz;
+  if (threads > most || shared_mem < 0 || shared_mem > d.max_shared_mem_optin) return 0;
   const int64_t warps = (threads + 31) / 32;
   int64_t n = d.max_threads_per_sm / (warps * 32);
   if (d.max_blocks_per_sm < n) n = d.max_blocks_per_sm;
