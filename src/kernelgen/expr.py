@@ -348,6 +348,8 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
         if isinstance(n.op, ast.USub):
             _need(operand, Ty.INT, "unary -")
             if isinstance(operand, Lit):
+                if -operand.value > pyexpr.INT64_MAX:  # -(-9223372036854775808)
+                    raise ParseError(f"-({operand.value}) is {-operand.value}, which does not fit in 64 bits")
                 return Lit(-operand.value)
             return Neg(operand)
         if isinstance(n.op, ast.Not):

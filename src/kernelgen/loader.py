@@ -3406,11 +3406,12 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
             if not isinstance(key.value, int) or isinstance(key.value, bool):
                 raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {_kind(key)}")
             lo, hi = getattr(ty, "lo", None), getattr(ty, "hi", None)
-            if hi is not None:
-                hi = min(hi, (1 << 63) - 1)  # plans compare in int64 (a u64 above converts with an overflow)
             if lo is not None and hi is not None and not lo <= key.value <= hi:
                 raise ctx.error(key.loc, f"variant key {key.value} is not a value of '{on}' "
                                          f"({getattr(ty, 'name', ty)}: {lo}..{hi})")
+            if key.value > (1 << 63) - 1:  # plans compare in int64 (a u64 above converts with an overflow)
+                raise ctx.error(key.loc, f"variant key {key.value} is above 9223372036854775807 (2**63 - 1): "
+                                         f"plans compare '{on}' as a 64-bit signed integer, so no call reaches it")
             with ctx.at(str(key.value)):
                 sym = _symbol(ctx, value, axes)
                 _check_declared(ctx, sym, value.loc)

@@ -1,11 +1,11 @@
 """``kernelgen plan``: what a kernel's plan, or each member of a chain, gives for given integer
 arguments on each target, from the specs alone (no build, no GPU): launched with its grid,
 block, shared memory and cluster, or not launched and why, or the error; with the values of
-the kernel's ``let`` names and its arrays' sizes (a size that cannot be computed is the
-launchers' error). Float arguments are checked and left out: no plan reads them. The device
-names take the target's table (specs/targets.yaml), as plans do without a GPU of the target;
-what only a launch can check (kill switches, array alignment, tensor-map encoding) is not
-evaluated.
+the kernel's ``let`` names and its arrays' sizes (as ``plan()["sizes"]``: a negative count has
+none; one that cannot be computed says the error a call raises). Float arguments are checked
+and left out: no plan reads them. The device names take the target's table
+(specs/targets.yaml), as plans do without a GPU of the target; what only a launch can check
+(kill switches, array alignment, tensor-map encoding) is not evaluated.
 """
 
 from __future__ import annotations
@@ -285,7 +285,8 @@ class Outcome:
     smem: int = 0
     cluster: tuple | None = None
     lets: tuple[tuple[str, object], ...] = ()
-    sizes: tuple[tuple[str, int], ...] = ()  # the arrays' element counts (those with a size)
+    # the arrays' element counts (those with a size, not negative), or the error of the one that fails
+    sizes: tuple[tuple[str, int | str], ...] = ()
 
     def line(self) -> str:
         if self.code != plan.LAUNCHED:
@@ -307,19 +308,22 @@ def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
         failed = plan.failed_expression(k, c, env | dict(m.constants), plan.target_table(t))
         return Outcome(c, describe(k, c, t, smem if computed and cat == plan.E_SHARED_MEM else None,
                                    grid if computed else None, block if computed else None, failed))
-    sizes, failed = array_sizes(k, values | dict(m.constants))
-    if failed is not None:  # as the launchers report it: the plan is fine, the sizes are not
+    counts, failed = array_sizes(k, values | dict(m.constants))
+    # as plan()'s "sizes" (negative counts have none); a size that cannot be computed, which plan()
+    # gives as None, says the error a call then raises (the plan itself launches)
+    sizes: list[tuple[str, int | str]] = [(n, v) for n, v in counts.items() if v >= 0]
+    if failed is not None:
         name, detail = failed
         size = next(a.size for a in k.all_args if a.name == name)
-        c = plan.code(plan.E_EXPR, detail, True)
-        return Outcome(c, describe(k, c, t, expression=f"size of {name} '{expr.to_text(size)}'")  # type: ignore[arg-type]
-                       + " (computing the array sizes)")
+        e = plan.code(plan.E_EXPR, detail, True)
+        why = describe(k, e, t, expression=f"size of {name} '{expr.to_text(size)}'")  # type: ignore[arg-type]
+        sizes = [(name, f"({why.removeprefix('error: ')}: a call raises ArgumentError)")]
     cl = cases.launch_checks_of(k, m).cluster
     if callable(cl):  # a launch-time cluster: the plan's own evaluator
         cl = cl(pyexpr.Status(), env | dict(m.constants))
     cl = tuple(cl) if cl is not None and tuple(cl) != (1, 1, 1) else None
     return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env, block, smem),
-                   tuple(sizes.items()))
+                   tuple(sizes))
 
 
 def let_values(m: Module, k: Kernel, t: Target, values: dict[str, int], block: Sequence[int],

@@ -74,6 +74,8 @@ def test_evaluates_with_floor_semantics(text: str, env: dict[str, int], want: in
         ("n\x00", "not allowed"),
         ("{{ n }}", "not allowed"),
         ("9223372036854775808", "does not fit in 64 bits"),
+        ("-(-9223372036854775808)", "is 9223372036854775808, which does not fit in 64 bits"),
+        ("n + --9223372036854775808", "does not fit in 64 bits"),
         ("div_ceil(n)", "takes 2 arguments"),
         ("min(n=1, m=2)", "keyword"),
         ("n and m", "must be boolean"),

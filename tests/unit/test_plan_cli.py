@@ -310,3 +310,36 @@ def test_struct_fields_by_their_paths(capsys, tmp_path: Path) -> None:
     rc, _, err = run("rp.row_scale_fields", "s.rowz=3")
     assert rc == 2 and "rp.row_scale_fields reads no field 's.rowz' (its fields: s.cols, s.rows, s.span.count)" \
         in err, err
+
+
+SIZE_SPEC = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kernels:
+  sized:
+    symbol: plain
+    summary: Sized.
+    args: {x: {type: const f32*, size: "n * n * n * m"}, out: {type: f32*, size: "n - 8"}, n: u32}
+    host_args: {m: u64}
+    grid: [div_ceil(n, 256), 1, 1]
+    block: [256, 1, 1]
+    examples:
+      - {n: 16, m: 1}
+"""
+
+
+def test_sizes_are_plans_sizes(tmp_path: Path, capsys) -> None:
+    """As plan()["sizes"]: a negative count has no entry, and a count that overflows leaves the plan
+    launched, saying the error a call raises (it was the plan's outcome here, launched in plan())."""
+    from tests.unit.test_launch_modes import project
+
+    root = str(project(tmp_path, SIZE_SPEC))
+    assert main(["--root", root, "plan", "demo.sized", "n=4", "m=1", "-t", "hopper"]) == 0
+    out = capsys.readouterr().out
+    assert "hopper (132 SMs): launched  grid [1, 1, 1]" in out and "    sizes: x = 64\n" in out, out
+    assert main(["--root", root, "plan", "demo.sized", "n=524288", "m=277", "-t", "hopper"]) == 0
+    out = capsys.readouterr().out
+    assert "hopper (132 SMs): launched  grid [2048, 1, 1]" in out, out
+    assert ("    sizes: x = (invalid arguments: integer overflow while computing the launch, in size of x "
+            "'((n * n) * n) * m': a call raises ArgumentError)") in out, out
