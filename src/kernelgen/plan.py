@@ -228,7 +228,8 @@ def table_blocks_per_sm(table: Mapping[str, int], block: Sequence[int], smem: in
         return 0
     warps = (threads + 31) // 32
     n = min(table["max_blocks_per_sm"], table["max_threads_per_sm"] // (warps * 32))
-    return min(n, table["max_shared_mem_per_sm"] // (smem + table["reserved_shared_mem_per_block"]))
+    per_block = smem + table["reserved_shared_mem_per_block"]  # (0: no shared memory, none reserved)
+    return min(n, table["max_shared_mem_per_sm"] // per_block) if per_block else n
 
 
 def reason(kernel: object, c: int, target: str = "", kill_switch: str | None = None) -> str | None:

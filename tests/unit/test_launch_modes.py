@@ -204,6 +204,11 @@ def test_table_occupancy_bound() -> None:
     assert plan.table_blocks_per_sm(hopper, (128, 1, 1), 232449) == 0
     assert plan.table_blocks_per_sm(hopper, (2048, 1, 1), 0) == 0
     assert plan.table_blocks_per_sm(hopper, (0, 1, 1), 0) == 0
+    # a target that reserves no shared memory a block (sm_75): a block without any is bound by threads
+    turing = {**hopper, "max_blocks_per_sm": 16, "max_threads_per_sm": 1024, "max_shared_mem_per_sm": 65536,
+              "max_shared_mem_optin": 65536, "reserved_shared_mem_per_block": 0}
+    assert plan.table_blocks_per_sm(turing, (64, 1, 1), 0) == 16
+    assert plan.table_blocks_per_sm(turing, (64, 1, 1), 16384) == 4
 
 
 def test_cooperative_grid_from_the_device_names(fixture_catalog) -> None:

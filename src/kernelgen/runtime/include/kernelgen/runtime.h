@@ -359,7 +359,9 @@ inline int64_t table_blocks_per_sm(const kg_device_values& d, int64_t bx, int64_
   const int64_t warps = (threads + 31) / 32;
   int64_t n = d.max_threads_per_sm / (warps * 32);
   if (d.max_blocks_per_sm < n) n = d.max_blocks_per_sm;
-  const int64_t by_smem = d.max_shared_mem_per_sm / (shared_mem + d.reserved_shared_mem_per_block);
+  const int64_t per_block = shared_mem + d.reserved_shared_mem_per_block;  // 0: no shared memory, none reserved
+  if (per_block == 0) return n;
+  const int64_t by_smem = d.max_shared_mem_per_sm / per_block;
   return by_smem < n ? by_smem : n;
 }
 
