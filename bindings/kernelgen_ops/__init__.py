@@ -411,8 +411,10 @@ def __getattr__(name: str) -> ModuleType:
 class _TargetModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``import <package>.<module>`` and ``from <package>.<module> import x`` (as the stubs declare
     them): the chosen target's module, as ``from <package> import <module>`` gives it. The target is
-    chosen when the module is imported, with the same errors (TargetError without a GPU). Names that
-    no installed build lists are left to the other finders (ModuleNotFoundError)."""
+    chosen when the module is imported, with the same errors (TargetError without a GPU). A target of
+    the project that is not built (``import <package>.hopper.x``, found by no other finder) is a
+    TargetError saying what to build. Names that no installed build lists are left to the other
+    finders (ModuleNotFoundError)."""
 
     def __init__(self) -> None:
         self.package = _PACKAGE
@@ -423,6 +425,8 @@ class _TargetModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         parent, _, name = fullname.rpartition(".")
         if parent != _PACKAGE or name.startswith("_"):
             return None
+        if name in _REGISTRY:  # a target of the project whose build the package's path does not hold
+            raise _not_built(name, available_targets(), f"import {fullname}")
         # Only the modules the installed builds list (none with no build installed): a target's
         # own package, found on the package's path, never reaches this finder.
         if name not in _built_modules():

@@ -167,3 +167,29 @@ def test_a_module_no_built_target_lists_stays_an_attribute_error(tmp_path: Path)
     (tmp_path / "shellpkg" / "ampere" / "__init__.py").write_text("MODULES = ('ops',)\nCOMPUTE_CAPABILITY = (8, 0)\n")
     (tmp_path / "shellpkg" / "ampere" / "ops.py").write_text("")
     assert _python(prefix, code, KERNELGEN_TARGET="ampere") == ["False"]
+
+
+def test_importing_a_target_that_is_not_built_says_what_to_build(tmp_path: Path) -> None:
+    """import <package>.<target>.<module> of a target of the project that is not installed is a
+    TargetError naming the built ones (it was a bare ModuleNotFoundError); a name that is no target
+    is still a ModuleNotFoundError."""
+    prefix = _install(tmp_path, ("ops",))
+    shell = tmp_path / "shellpkg" / "_project.py"
+    shell.write_text(shell.read_text().replace("{'hopper': (9, 0)}", "{'hopper': (9, 0), 'gb10': (12, 1)}"))
+    code = """
+import shellpkg
+import shellpkg.hopper.ops as o
+print(o.WHO)
+for name in ('shellpkg.gb10.ops', 'shellpkg.volta.ops'):
+    try:
+        __import__(name)
+    except shellpkg.TargetError as e:
+        print('TargetError', str(e).split(';')[0])
+    except ModuleNotFoundError as e:
+        print('ModuleNotFoundError', e)
+"""
+    assert _python(prefix, code) == [
+        "hopper",
+        "TargetError shellpkg: target 'gb10' is not built (built: hopper)",
+        "ModuleNotFoundError No module named 'shellpkg.volta'",
+    ]
