@@ -3707,8 +3707,13 @@ def _check_first_example_launches(
             with ctx.at("examples[0]"):
                 if not said.startswith(("not launched", "error")):
                     said = f"{'error' if c < 0 else 'not launched'}: {said}"
+                others = [x.name for x in targets if x is not t]
+                hint = ("fix the example or the expressions: the first example launches on every target the "
+                        f"kernel is built for ({', '.join(x.name for x in targets)}); a kernel for some of them "
+                        "lists those under targets, and an example for one target's limits goes after the first"
+                        if others else "fix the example or the expressions")
                 raise ctx.error(loc, f"the first example must launch, but on target '{t.name}' its plan says "
-                                     f"{said} ({_code_name(c)}){shown}", "fix the example or the expressions")
+                                     f"{said} ({_code_name(c)}){shown}", hint)
         _check_first_example_values(ctx, k, f, env, loc, t, block, smem)  # type: ignore[arg-type]
 
 
