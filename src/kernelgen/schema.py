@@ -622,7 +622,8 @@ KERNEL = Struct(
         Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
               "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
               "must give every integer argument and "
-              "launch on every target the kernel is built for; later ones inherit what they leave out. Float arguments may be given for readability; "
+              "launch on every target the kernel is built for; later ones inherit what they leave out. Float "
+              "arguments may be given for readability; "
               "`bool` arguments take `true`/`false` (or 0/1). "
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
