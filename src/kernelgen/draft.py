@@ -1724,8 +1724,10 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]], layouts: dict[
                 body.append("    args:")
                 for n, t, note in args:
                     body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}" + (f"  # {note}" if note else ""))
-            if split:  # its own condition, and values that meet it (the others' host arguments too)
+            if split:  # its own launch's geometry where it differs, its own condition, and values that meet it
                 own = guarded[i] if guarded[0] is not None else None  # (a guess before: said, not written)
+                if own is not None:  # (the others' host arguments too, in the examples below)
+                    body += _own_geometry(guarded[0], own, bools)[:-1]
                 body += _condition_lines(entry, own)
                 if own is not None and guarded[0] is not None:
                     body.append(_examples_line({**{n: v for n, v in guarded[0][1].items() if n not in own[1]},
@@ -2007,19 +2009,19 @@ def _launch(pl: _Plan, args: list[tuple[str, str, str]], int_max: dict[str, int]
     instances = [dict(zip(order, combo)) for combo in (entry.combinations() if entry is not None else [[]])]
     types = {i: pl.axis_names[t.name] for i, t in enumerate(pl.g.template)
              if t.kind == "type" and t.name in pl.axis_names}
-    def read(literals: bool) -> list[Geometry]:
+    def read(among: list[LaunchSite], literals: bool) -> list[Geometry]:
         return [g for g in (geometry(site, params, pl.constants, taken, axes, types, members, literals)
-                            for site in sites) if g is not None and all(_usable(n) for n, _ in g.host_args)]
+                            for site in among) if g is not None and all(_usable(n) for n, _ in g.host_args)]
+
+    def kinds_of(found: list[Geometry]) -> int:
+        return len({(g.grid, g.block, g.shared_mem) for g in found})
 
     # A number the launch gives an integer parameter (k<256><<<g, 256>>>) is that parameter in
-    # the geometry only where that makes the launches' geometries one (k<128> / k<256>, each with
-    # its own block): k<1, 2><<<dim3(g, 1, 2), 256>>> keeps its 1 and 2 wherever that already does.
-    found = read(False)
-    if len({(g.grid, g.block, g.shared_mem) for g in found}) > 1:
-        named = read(True)
-        if len({(g.grid, g.block, g.shared_mem) for g in named}) < \
-                len({(g.grid, g.block, g.shared_mem) for g in found}):
-            found = named
+    # the geometry only where that makes the kernel's launches' geometries one (k<128> / k<256>,
+    # each with its own block, also where conditions split them into entries): k<1, 2><<<dim3(g,
+    # 1, 2), 256>>> keeps its 1 and 2 wherever that already does.
+    named = kinds_of(read(pl.g.sites, True)) < kinds_of(read(pl.g.sites, False))
+    found = read(sites, named)
     if entry is None or not entry.guard:  # (a condition only where it tells the instances apart)
         found = [replace(g, condition=None) for g in found]
     kinds = len({(g.grid, g.block, g.shared_mem) for g in found})

@@ -971,3 +971,29 @@ def test_a_number_given_a_template_parameter_is_that_parameter_only_where_the_la
     assert "    shared_mem: 2048\n" in k and "geometries" not in k, k
     b = kernel_block(text, "b")
     assert "    block: [BS, 1, 1]\n" in b, b
+
+
+def test_an_instance_the_launching_code_chooses_gets_its_own_launchs_geometry(tmp_path: Path) -> None:
+    """if / else and switch between instances whose launches differ in more than the template
+    argument: each entry of the chain has its own launch's grid, block and shared memory (the later
+    ones took the first's: rn<2> planned with rn<1>'s block of 64)."""
+    source = """
+    template <int V> __global__ void rn(const float* x, float* y, int ncols) {}
+    void run(const float* x, float* y, int ncols, int nrows, cudaStream_t s) {
+      if (ncols < 1024) rn<1><<<nrows, 64, 0, s>>>(x, y, ncols); else rn<2><<<nrows * 2, 512, 128, s>>>(x, y, ncols);
+    }
+    template <int HD> __global__ void hd(const float* x, int n) {}
+    void run2(const float* x, int n, int d, cudaStream_t s) {
+      switch (d) { case 64: hd<64><<<n, 64, 0, s>>>(x, n); break; case 128: hd<128><<<n, 256, 0, s>>>(x, n); break; }
+    }
+    """
+    root = project(tmp_path, {"csrc/l3.cu": source})
+    text = write_and_load(root, ["csrc/l3.cu"])["l3"]
+    first, second = kernel_block(text, "rn_v1"), kernel_block(text, "rn_v2")
+    assert "    block: [64, 1, 1]\n" in first, text
+    assert "    grid: [nrows * 2, 1, 1]  # as the source's launch" in second and "    block: [512, 1, 1]\n" in second \
+        and "    shared_mem: 128\n" in second, text
+    assert "    block: [256, 1, 1]\n" in kernel_block(text, "hd_2"), text
+    plans = load_catalog(root)
+    by = {k.name: k for m in plans.modules for k in m.kernels}
+    assert {"rn_1", "rn_2", "hd_64", "hd_128"} <= set(by), sorted(by)
