@@ -193,3 +193,14 @@ for name in ('shellpkg.gb10.ops', 'shellpkg.volta.ops'):
         "TargetError shellpkg: target 'gb10' is not built (built: hopper)",
         "ModuleNotFoundError No module named 'shellpkg.volta'",
     ]
+
+
+def test_a_checkouts_package_before_its_first_build_says_to_build_the_project(tmp_path: Path) -> None:
+    """A shell in <root>/bindings/<package> of a project (specs/targets.yaml), with no _project.py
+    yet, names `kernelgen build` in the project (it called itself an installed wheel)."""
+    pkg = tmp_path / "bindings" / "shellpkg"
+    project.write_shell(pkg, {n: (project.SHELL_DIR / n).read_text() for n in project.SHELL_FILES})
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "targets.yaml").write_text("hopper: {arch: sm_90a}\n")
+    code = "import shellpkg\ntry:\n    shellpkg.target()\nexcept shellpkg.TargetError as e:\n    print(e)\n"
+    assert _python(tmp_path / "bindings", code) == [f"shellpkg: no target is built; run: cd {tmp_path} && kernelgen build"]

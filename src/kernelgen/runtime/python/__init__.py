@@ -66,7 +66,21 @@ try:
     _project: ModuleType | None = importlib.import_module(f"{__name__}._project")
 except ImportError:
     _project = None
-_ROOT: str | None = getattr(_project, "ROOT", None)
+
+
+def _checkout_root() -> str | None:
+    """The project folder of a package no build has written ``_project.py`` beside yet: a shell
+    in ``<root>/bindings/<package>`` of a project (``<root>/specs/targets.yaml``), such as
+    kernelgen's own checkout before its first ``kernelgen build``; None for an installed wheel."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    if os.path.basename(os.path.dirname(here)) == "bindings" and os.path.isfile(
+            os.path.join(root, "specs", "targets.yaml")):
+        return root
+    return None
+
+
+_ROOT: str | None = getattr(_project, "ROOT", None) if _project is not None else _checkout_root()
 _REGISTRY: dict[str, tuple[int, int]] = dict(getattr(_project, "TARGETS", {}))
 
 # kernelgen's generated _project.py: its first line, and the package it names.
