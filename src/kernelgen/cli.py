@@ -618,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not make the package importable in the active environment (no .pth file)")
     b.set_defaults(func=cmd_build)
     i = sub.add_parser("init", help="create a new project: specs, an example kernel, pyproject.toml, a test")
-    i.add_argument("dir", nargs="?", type=Path, help="the project folder (default: the current folder)")
+    i.add_argument("dir", nargs="?", type=Path,
+                   help="the project folder (default: --root's folder, else the current one)")
     i.add_argument("--package", "-p", required=True, help="the project's Python package (also its C++ namespace, "
                    "C ABI prefix and library names)")
     i.add_argument("--target", "-t", action="append",
