@@ -89,36 +89,25 @@ def test_stateless_functors_are_passed_by_the_launchers(built: Path) -> None:
     assert res.stdout.splitlines()[3].startswith("TypeError"), res.stdout
 
 
-def test_struct_layout_mismatch_fails_naming_the_spec_line(built: Path) -> None:
+@pytest.mark.parametrize(("old", "new", "needle", "message"), [
+    # bias before pos_offset: same size and alignment as the C++ struct, other offsets
+    ("      pos_offset: i64\n      bias: f32[2]\n", "      bias: f32[2]\n      pos_offset: i64\n", "bias: f32[2]",
+     "field 'bias' is not at offset 20"),
+    # bias declared i32[2]: the same offsets and sizes, another kind of value
+    ("      bias: f32[2]\n", "      bias: i32[2]\n", "bias: i32[2]",
+     "field 'bias' is declared i32[2] (int32_t in C++), but the C++ member is of another type"),
+], ids=["offsets", "type"])
+def test_a_struct_that_is_not_its_cpp_type_fails_naming_the_spec_line(built: Path, old: str, new: str, needle: str,
+                                                                      message: str) -> None:
     spec = built / "specs" / "rope_yarn.yaml"
     original = spec.read_text()
-    # bias before pos_offset: same size and alignment as the C++ struct, other offsets.
-    swapped = original.replace("      pos_offset: i64\n      bias: f32[2]\n", "      bias: f32[2]\n      pos_offset: i64\n")
-    assert swapped != original
-    spec.write_text(swapped)
+    assert old in original
+    spec.write_text(original.replace(old, new))
     try:
         res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
-        line = _line_of(spec, "bias: f32[2]")
         assert res.returncode == 2, res.stdout + res.stderr
-        assert (f"kernelgen: specs/rope_yarn.yaml:{line}: struct 'rope_params' (C++ rope_params): field 'bias' is "
-                "not at offset 20") in res.stderr, res.stderr
-    finally:
-        spec.write_text(original)
-
-
-def test_a_field_of_the_size_but_not_the_type_of_its_member_fails_naming_the_spec_line(built: Path) -> None:
-    """bias: f32[2] declared i32[2]: the same offsets and sizes, another kind of value."""
-    spec = built / "specs" / "rope_yarn.yaml"
-    original = spec.read_text()
-    retyped = original.replace("      bias: f32[2]\n", "      bias: i32[2]\n")
-    assert retyped != original
-    spec.write_text(retyped)
-    try:
-        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
-        line = _line_of(spec, "bias: i32[2]")
-        assert res.returncode == 2, res.stdout + res.stderr
-        assert (f"kernelgen: specs/rope_yarn.yaml:{line}: struct 'rope_params' (C++ rope_params): field 'bias' is "
-                "declared i32[2] (int32_t in C++), but the C++ member is of another type") in res.stderr, res.stderr
+        assert (f"kernelgen: specs/rope_yarn.yaml:{_line_of(spec, needle)}: struct 'rope_params' (C++ rope_params): "
+                + message) in res.stderr, res.stderr
     finally:
         spec.write_text(original)
 
