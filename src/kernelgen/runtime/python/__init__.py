@@ -172,7 +172,7 @@ def _install_dir(target: str | None = None) -> str | None:
     into (the package's own folder without a target, or where the target is not installed): None
     where it is the project's default (``bindings/`` in the project root)."""
     folder = os.path.dirname(os.path.abspath(__file__))
-    if target is not None:
+    if target is not None and target in _installed():  # (importing one that is not is a TargetError)
         try:
             folder = os.path.dirname(next(iter(importlib.import_module(f"{_PACKAGE}.{target}").__path__)))
         except (ImportError, StopIteration):
