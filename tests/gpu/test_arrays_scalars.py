@@ -235,8 +235,8 @@ def _round_16(v: float, mant: int) -> float:
     return math.copysign(out, v)
 
 
-HALF_VALUES = [1.0, 1 / 3, -2.5, 65504.0, 65520.0, 1e5, 2.0 ** -24, 2.0 ** -25 * 1.5, 1 + 2.0 ** -11,
-               1 + 2.0 ** -11 + 2.0 ** -40, 0.1, -0.0]
+HALF_VALUES = [1.0, 1 / 3, -2.5, 65504.0, 65519.0, math.inf, -math.inf, 2.0 ** -24, 2.0 ** -25 * 1.5,
+               1 + 2.0 ** -11, 1 + 2.0 ** -11 + 2.0 ** -40, 0.1, -0.0]
 BF16_VALUES = [1.0, 1 / 3, -2.5, 3.0e38, 1 + 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -40, 1e-40, 0.1]
 
 
@@ -260,6 +260,14 @@ def test_f16_scalars_arrive_rounded_once(m, h):
     outcome, out, _ = _run_scalars(m, True, h, 1.0, 0.0, 0.0)
     assert outcome.launched
     assert out[0] == _round_16(h, 10) and math.copysign(1, out[0]) == math.copysign(1, _round_16(h, 10))
+
+
+@pytest.mark.parametrize("h", [65520.0, 1e5, -1e5])
+def test_f16_scalars_that_round_to_infinity_are_refused(m, h):
+    """A finite value beyond f16's range (it would round to inf) is an ArgumentError naming it."""
+    with pytest.raises(ArgumentError, match=rf"argument 'h': {h!r} is out of range for f16 \(finite values up to "
+                       "65504"):
+        _run_scalars(m, True, h, 1.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("b", BF16_VALUES)
