@@ -846,7 +846,7 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                 smem = _int(ctx, f["max_shared_mem_per_block_optin"], 0, 1 << 30)
             table: dict[str, int] = {"max_cluster_size": cluster_size_default(cc)}
             device_keys = (("sm_count", 1, 4096), ("max_threads_per_sm", 32, 1 << 16), ("max_blocks_per_sm", 1, 1024),
-                           ("max_shared_mem_per_sm", 0, 1 << 30), ("reserved_shared_mem_per_block", 0, 1 << 20),
+                           ("max_shared_mem_per_sm", 1, 1 << 30), ("reserved_shared_mem_per_block", 0, 1 << 20),
                            ("max_cluster_size", 1, None))
             for key_name, lo, hi in device_keys:
                 if key_name in f:

@@ -710,7 +710,7 @@ TARGET = Struct(
               "without a GPU, and a bound of `kernel.blocks_per_sm`.", "2048"),
         Field("max_blocks_per_sm", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 1024}), False,
               "The most resident blocks per SM, a bound of `kernel.blocks_per_sm` without a GPU.", "32"),
-        Field("max_shared_mem_per_sm", Kind("integer", {"type": "integer", "minimum": 0, "maximum": 1 << 30}), False,
+        Field("max_shared_mem_per_sm", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 1 << 30}), False,
               "Shared memory per SM in bytes, at least `max_shared_mem_per_block_optin` + "
               "`reserved_shared_mem_per_block` (what a block using the opt-in limit takes): "
               "`device.max_shared_mem_per_sm` without a GPU, and a bound of `kernel.blocks_per_sm`.",

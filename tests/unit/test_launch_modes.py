@@ -4,6 +4,7 @@ device limits, and what every emitter generates for them."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,11 @@ def test_target_table_fields_and_defaults(tmp_path: Path) -> None:
     assert (t.sm_count, t.max_threads_per_sm, t.smem_per_sm, t.max_cluster_size) == (1, 2048, 232448 + 1024, 8)
     (p / "specs" / "targets.yaml").write_text(TARGETS.replace("sm_count: 132", "sm_count: 0"))
     with pytest.raises(SpecError, match=r"targets.yaml:\d+: hopper.sm_count"):
+        load_catalog(p)
+    # an explicit 0 is no per-SM shared memory (it was taken as opt-in + reserved, as when left out)
+    (p / "specs" / "targets.yaml").write_text(re.sub(r"max_shared_mem_per_sm: \d+", "max_shared_mem_per_sm: 0",
+                                                     TARGETS))
+    with pytest.raises(SpecError, match=r"targets.yaml:\d+: \w+.max_shared_mem_per_sm: 0 is out of range \[1, "):
         load_catalog(p)
 
 
