@@ -244,8 +244,8 @@ def _runtime(name: str) -> ModuleType:
     try:
         return importlib.import_module(f"{_PACKAGE}.{name}._runtime")
     except ImportError as exc:
-        if isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{name}":
-            raise  # no such target is installed
+        if isinstance(exc, TargetError) or (isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{name}"):
+            raise  # no such target is installed (a target of the project: _TargetModules says what to build)
         raise _unloadable(name, "the runtime", exc) from exc
 
 
