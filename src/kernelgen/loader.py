@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from kernelgen import expr, kernel_source, schema, symbols
+from kernelgen import expr, kernel_source, pyexpr, schema, symbols
 from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, raise_collected, relpath
 from kernelgen.gcpause import collection_paused
@@ -3409,8 +3409,8 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
             if lo is not None and hi is not None and not lo <= key.value <= hi:
                 raise ctx.error(key.loc, f"variant key {key.value} is not a value of '{on}' "
                                          f"({getattr(ty, 'name', ty)}: {lo}..{hi})")
-            if key.value > (1 << 63) - 1:  # plans compare in int64 (a u64 above converts with an overflow)
-                raise ctx.error(key.loc, f"variant key {key.value} is above 9223372036854775807 (2**63 - 1): "
+            if key.value > pyexpr.INT64_MAX:  # plans compare in int64 (a u64 above converts with an overflow)
+                raise ctx.error(key.loc, f"variant key {key.value} is above {pyexpr.INT64_MAX} (2**63 - 1): "
                                          f"plans compare '{on}' as a 64-bit signed integer, so no call reaches it")
             with ctx.at(str(key.value)):
                 sym = _symbol(ctx, value, axes)
@@ -3610,8 +3610,6 @@ def array_sizes(k: Kernel, env: Mapping[str, int]) -> tuple[dict[str, int], tupl
     as the launchers compute them for ``env`` (the integer arguments and the module's constants):
     in 64-bit arithmetic, a u64 argument above 2**63 - 1 an overflow. Returns (sizes, failure):
     the failure is (the array whose size failed first, its KG_EXPR_* code), or None."""
-    from kernelgen import pyexpr
-
     out: dict[str, int] = {}
     for a in k.all_args:
         if a.size is None or not a.is_pointer or a.device:
@@ -3707,11 +3705,10 @@ def _check_first_example_launches(
             with ctx.at("examples[0]"):
                 if not said.startswith(("not launched", "error")):
                     said = f"{'error' if c < 0 else 'not launched'}: {said}"
-                others = [x.name for x in targets if x is not t]
                 hint = ("fix the example or the expressions: the first example launches on every target the "
                         f"kernel is built for ({', '.join(x.name for x in targets)}); a kernel for some of them "
                         "lists those under targets, and an example for one target's limits goes after the first"
-                        if others else "fix the example or the expressions")
+                        if len(targets) > 1 else "fix the example or the expressions")
                 raise ctx.error(loc, f"the first example must launch, but on target '{t.name}' its plan says "
                                      f"{said} ({_code_name(c)}){shown}", hint)
         _check_first_example_values(ctx, k, f, env, loc, t, block, smem)  # type: ignore[arg-type]

@@ -76,10 +76,8 @@ def _real_problem(scalar: ScalarType, text: str) -> str | None:
     value), or None."""
     if not _REAL.fullmatch(text):
         return f"expected a number ({scalar.name}), got {text!r}; {REAL_SPELLING}"
-    bias = (1 << (scalar.bits - 2 - scalar.mant)) - 1
-    if scalar.bits < 64 and abs(float(text)) >= (2 - 2.0 ** -(scalar.mant + 1)) * 2.0 ** bias:
-        largest = (2 - 2.0 ** -scalar.mant) * 2.0 ** bias
-        return f"{text} is out of range for {scalar.name} (finite values up to {largest:.8g} in magnitude)"
+    if scalar.rounds_to_inf(float(text)):
+        return f"{text} is out of range for {scalar.name} (finite values up to {scalar.largest:.8g} in magnitude)"
     return None
 
 

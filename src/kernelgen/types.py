@@ -145,6 +145,21 @@ class ScalarType:
         return self.kind != ScalarKind.FLOAT
 
     @property
+    def _top(self) -> float:
+        """2 to the largest exponent of a float type (its exponent bias: f16 2**15)."""
+        return 2.0 ** ((1 << (self.bits - 2 - self.mant)) - 1)
+
+    @property
+    def largest(self) -> float:
+        """A float type's largest finite value (f16 65504), from its bits and fraction bits."""
+        return (2 - 2.0 ** -self.mant) * self._top
+
+    def rounds_to_inf(self, value: float) -> bool:
+        """Whether the finite ``value`` rounds to infinity in this float type (half a unit in the
+        last place beyond :attr:`largest`, or more), as the launchers refuse it (py_scalars.cpp)."""
+        return self.bits < 64 and abs(value) >= (2 - 2.0 ** -(self.mant + 1)) * self._top
+
+    @property
     def lo(self) -> int | None:
         if self.kind == ScalarKind.BOOL:
             return 0

@@ -248,6 +248,15 @@ void read_field(const ArgSpec& a, const unsigned char* st, Value* out) {
   if (info.kind == kSigned) out->i = static_cast<int64_t>(v << shift) >> shift; else out->u = v;
 }
 
+// The bits of one lane of element type e (its own bits for a scalar type): f32x4 and f32 share 32.
+int32_t lane_bits_of(uint8_t e) { return kElems[e].bits / kElems[e].lanes; }
+
+// Element types a and b take one array as vectors of one lane type and as that type, or as two
+// vector widths of it (f32x4 and f32): a dtype reads as both, their counts and alignments differ.
+bool lane_relatives(uint8_t a, uint8_t b) {
+  return kElems[a].lanes != kElems[b].lanes && lane_bits_of(a) == lane_bits_of(b);
+}
+
 bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
   for (int32_t k = 0; k < s->nkeys; ++k) {
     const uint8_t e = s->member_types[m * s->nkeys + k];
@@ -311,8 +320,7 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
       if (example == 0 && kElems[e].ntorch > 0) example = e;
       ++ntyped;
       scalars += kElems[e].lanes == 1;
-      const int32_t bits = kElems[e].bits / kElems[e].lanes;
-      lane_bits = lane_bits < 0 || lane_bits == bits ? bits : 0;
+      lane_bits = lane_bits < 0 || lane_bits == lane_bits_of(e) ? lane_bits_of(e) : 0;
     }
     int32_t named = -1;  // the argument an error names: the first given one that is not None
     for (int32_t i = 0; i < s->nargs; ++i) {
@@ -390,18 +398,13 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
     if (seen) continue;
     uint32_t own[kMaxArgs];
-    uint8_t elems[kMaxArgs];
+    uint8_t elems[kMaxArgs] = {};  // (0: an argument no key types)
     for (int32_t k = 0; k < s->nkeys; ++k) {
       const uint8_t e = s->member_types[m * s->nkeys + k];
       own[k] = e != 0 ? masks[k] & (1u << e) : masks[k];
       for (int32_t i = 0; i < s->nargs; ++i) {
         if ((s->keys[k].args >> i) & 1u) elems[i] = e != 0 ? e : elem_of_arg[i];
       }
-    }
-    for (int32_t i = 0; i < s->nargs; ++i) {
-      bool key = false;
-      for (int32_t k = 0; k < s->nkeys && !key; ++k) key = (s->keys[k].args >> i) & 1u;
-      if (!key) elems[i] = 0;
     }
     PyObject* r = call_typed(self, slots, &cs, keyed, own, elems, m < last);
     if (r != kTryNext) return r;
@@ -529,7 +532,7 @@ void narrow_to_lanes(const LauncherSpec* s, int32_t m, Value* masks) {
     for (int32_t j = 0; j < s->nkernels - 1; ++j) {
       const uint8_t o = s->member_types[j * s->nkeys + k];
       if (o == 0 || o == e || (masks[k].u & (1u << o)) == 0) continue;
-      if (kElems[o].lanes != kElems[e].lanes && kElems[o].bits / kElems[o].lanes == kElems[e].bits / kElems[e].lanes) {
+      if (lane_relatives(o, e)) {
         masks[k].u &= 1u << e;
         break;
       }
