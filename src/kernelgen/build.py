@@ -34,25 +34,60 @@ _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
 _COMPILE = re.compile(r"^(Building \S+ object|Linking \S+)")
 
 
-def path_problem(path: Path | str) -> str | None:
-    """Why a build cannot use ``path`` (a folder or file it hands to CMake or nvcc, made absolute;
-    where it leads through symbolic links as well): the character CMake or nvcc cannot take and
-    why (:data:`kernelgen.schema.PATH_REFUSED`), or None when a build can use it. For a check before
-    a build (an error) or a warning where a project is made."""
+def _path_char(path: Path | str, find: Callable[[str], tuple[str, str] | None]) -> tuple[str, str, str] | None:
+    """The first character ``find`` picks in ``path`` (made absolute), or where it leads through
+    symbolic links: (the character as shown, " (it leads to ...)" or "", why)."""
     full = Path(os.path.abspath(path))
     places = [full]
     with contextlib.suppress(OSError, RuntimeError):
         if full.resolve() != full:
             places.append(full.resolve())
     for place in places:
-        refused = schema.path_refusal(str(place))
-        if refused is None:
+        found = find(str(place))
+        if found is None:
             continue
-        c, why = refused
+        c, why = found
         shown = repr(c) if c.isprintable() else f"U+{ord(c):04X}"
-        leads = f" (it leads to {place})" if place != full else ""
-        return f"has the character {shown}{leads}, which CMake and nvcc cannot take in a path: {why}"
+        return shown, f" (it leads to {place})" if place != full else "", why
     return None
+
+
+def path_problem(path: Path | str) -> str | None:
+    """Why a build cannot use ``path`` (a folder or file it hands to CMake or nvcc, made absolute;
+    where it leads through symbolic links as well): the character CMake or nvcc cannot take and
+    why (:data:`kernelgen.schema.PATH_REFUSED`), or None when a build can use it. For a check before
+    a build (an error) or a warning where a project is made."""
+    found = _path_char(path, schema.path_refusal)
+    if found is None:
+        return None
+    shown, leads, why = found
+    return f"has the character {shown}{leads}, which CMake and nvcc cannot take in a path: {why}"
+
+
+def path_slowdown(path: Path | str) -> str | None:
+    """Why every build with ``path`` compiles its CUDA sources again (:data:`kernelgen.schema.PATH_SLOW`,
+    judged as :func:`path_problem` judges), or None."""
+    found = _path_char(path, schema.path_slowdown)
+    if found is None:
+        return None
+    shown, leads, why = found
+    return f"has the character {shown}{leads}, with which every build compiles the CUDA sources again: {why}"
+
+
+def slow_path_warnings(paths: Iterable[tuple[str, Path | str, str]]) -> list[str]:
+    """A warning for each of ``paths`` (as for :func:`check_paths`) with which every build compiles
+    its CUDA sources again (:func:`path_slowdown`), but those inside one warned about already (the
+    build folder in the project's)."""
+    out: list[str] = []
+    warned: list[Path] = []
+    for what, path, fix in paths:
+        full = Path(os.path.abspath(path))
+        slow = path_slowdown(full)
+        if slow and not any(full.is_relative_to(w) for w in warned):
+            warned.append(full)
+            out.append(f"kernelgen: warning: {what} {full} {slow}. The build works; for builds that compile only "
+                       f"what changed: {fix}")
+    return out
 
 
 def check_paths(paths: Iterable[tuple[str, Path | str, str]]) -> None:
@@ -1318,6 +1353,11 @@ def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str
     check_launcher(opts.compiler_launcher)
     tools = Tools.find(opts, echo)
     check_arches(targets, tools.cuda)
+    # The folders whose files nvcc's dependency files name (the project's, the build tree's,
+    # kernelgen's runtime headers, the toolkit's headers).
+    named = (opts.root, opts.build_dir, DRIVER_DIR, tools.cuda.root)
+    for warning in slow_path_warnings([p for p in (*build_paths(opts), *tool_paths(tools)) if p[1] in named]):
+        echo(warning)
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):

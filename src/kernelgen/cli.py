@@ -260,7 +260,7 @@ def init_folder(folder: Path | None, root: Path | None) -> Path:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
-    from kernelgen.build import path_problem
+    from kernelgen.build import path_problem, path_slowdown
 
     folder = init_folder(args.dir, args.root)
     written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force,
@@ -269,6 +269,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     if problem:
         print(f"kernelgen: warning: the project folder {folder} {problem}; kernelgen build will refuse it: "
               "move the project to a folder whose path has none of these characters", file=sys.stderr)
+    slow = path_slowdown(folder)
+    if slow:
+        print(f"kernelgen: warning: the project folder {folder} {slow}; kernelgen build works there, but for "
+              "builds that compile only what changed, move the project to a folder whose path has none",
+              file=sys.stderr)
     print(f"kernelgen: created {count(len(written), 'file')} in {folder}:")
     for p in written:
         print(f"  {p}")

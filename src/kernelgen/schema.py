@@ -218,7 +218,8 @@ VERSION = Field(
 # The characters a path cannot have where a build hands it to CMake or nvcc (the project root, the
 # build and install folders, the toolkit's, an include folder), each with the reason. Every other
 # character is taken: spaces, '&', '#', '(', '*', '{', '@', '=', '~', a leading '-', letters of any
-# script. Control characters (a newline, U+0000 to U+001F and U+007F) are refused as well.
+# script ('#' with a warning: PATH_SLOW). Control characters (a newline, U+0000 to U+001F and U+007F)
+# are refused as well.
 PATH_REFUSED = {
     ";": "CMake splits paths at ';' (its list separator)",
     '"': "CMake's quoting of paths (in its compiler checks) breaks on it",
@@ -230,6 +231,12 @@ PATH_REFUSED = {
     "]": "CMake does not split its lists inside square brackets",
 }
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Characters a build takes but that make every build compile its CUDA sources again, each with the
+# reason: a build works, but is never up to date.
+PATH_SLOW = {
+    "#": "nvcc writes it unescaped into the dependency files that Ninja reads, and Ninja takes it for the "
+         "start of a comment, so it never finds the CUDA sources up to date",
+}
 
 
 def path_refusal(path: str) -> tuple[str, str] | None:
@@ -240,6 +247,15 @@ def path_refusal(path: str) -> tuple[str, str] | None:
             return c, PATH_REFUSED[c]
         if _PATH_CONTROL.fullmatch(c):
             return c, "CMake's files and nvcc's command lines cannot hold a control character"
+    return None
+
+
+def path_slowdown(path: str) -> tuple[str, str] | None:
+    """The first character of ``path`` that makes every build compile its CUDA sources again
+    (:data:`PATH_SLOW`) and why, or None."""
+    for c in path:
+        if c in PATH_SLOW:
+            return c, PATH_SLOW[c]
     return None
 
 
@@ -264,8 +280,10 @@ BUILD = Struct(
               "third-party library's headers (`third_party/cutlass/include`). They are searched after the "
               "project root: the module's first, then the target's, then the project's. `kernelgen build` "
               "checks that each exists. A folder's path takes any character (spaces, `#`, `&`, letters of any "
-              "script) but those CMake or nvcc misread in a path: `;`, `\"`, `\\`, `$`, `` ` ``, `'`, `[`, `]` "
-              "and control characters; and no leading `~` (not expanded: write the folder out).",
+              "script; with a `#`, though, every build compiles the CUDA sources that include its headers "
+              "again: nvcc's dependency files leave it unescaped) but those CMake or nvcc misread in a "
+              "path: `;`, `\"`, `\\`, `$`, `` ` ``, `'`, `[`, `]` and control characters; "
+              "and no leading `~` (not expanded: write the folder out).",
               "none"),
         Field("defines", mapping_of(IDENTIFIER, Kind("integer, string or true", {
             "type": ["integer", "string", "boolean"], "pattern": _full(DEFINE_VALUE_RE)}), 1), False,

@@ -1,9 +1,11 @@
 """Paths a build hands to CMake and nvcc (the project root, the build and install folders, the
 toolkit's, include folders): a character CMake or nvcc misreads stops the build, naming the path,
-the character and why, before anything is configured; every other character builds."""
+the character and why, before anything is configured; every other character builds ('#' with a
+warning: with it in a path, every build compiles the CUDA sources again)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,6 +49,50 @@ def test_a_refused_character_is_named_with_its_reason(tmp_path: Path, name: str,
 @pytest.mark.parametrize("name", TAKEN)
 def test_other_characters_are_taken(tmp_path: Path, name: str) -> None:
     assert build.path_problem(tmp_path / name / "proj") is None
+
+
+def test_a_hash_builds_with_a_warning_that_every_build_compiles_again(tmp_path: Path) -> None:
+    path = tmp_path / "hash#x" / "proj"
+    assert build.path_problem(path) is None
+    slow = build.path_slowdown(path) or ""
+    assert slow.startswith("has the character '#', with which every build compiles the CUDA sources again")
+    assert "dependency files" in slow and "comment" in slow
+    assert all(build.path_slowdown(tmp_path / name / "proj") is None for name in TAKEN if "#" not in name)
+    real = tmp_path / "hash#y"
+    real.mkdir()
+    (tmp_path / "plain").symlink_to(real)
+    assert "(it leads to " in (build.path_slowdown(tmp_path / "plain") or "")
+
+
+def test_a_build_warns_about_a_hash_in_the_folders_its_dependency_files_name(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "a#b" / "proj"
+    tk = toolkit.Toolkit(tmp_path / "cuda" / "bin" / "nvcc", tmp_path / "cuda", "13.0", "CUDA_HOME")
+    tools = build.Tools(tk, "/usr/bin/cmake", "/usr/bin/ninja", "/pybind11", None)
+    monkeypatch.setattr(build.Tools, "find", staticmethod(lambda opts, echo=print: tools))
+    monkeypatch.setattr(build, "check_arches", lambda targets, tk: None)
+    monkeypatch.setattr(build, "_target_lock", lambda path, echo: contextlib.nullcontext())
+    monkeypatch.setattr(build, "_build_one", lambda *a: None)
+    lines: list[str] = []
+    build.build_targets(_opts(root), [SimpleNamespace(name="hopper", arch="sm_90a")], echo=lines.append)  # type: ignore[list-item]
+    warned = [line for line in lines if line.startswith("kernelgen: warning:")]
+    # the project folder (the build folder inside it is not warned about again)
+    assert len(warned) == 1, lines
+    assert warned[0].startswith(f"kernelgen: warning: the project folder {root} has the character '#'")
+    assert "The build works; for builds that compile only what changed: move (or copy) the project" in warned[0]
+    # a build folder elsewhere, on its own; the install folder is not (no dependency file names it)
+    opts = _opts(tmp_path / "fine")
+    opts.build_dir = tmp_path / "b#x"
+    opts.install_prefix = tmp_path / "i#x"
+    lines.clear()
+    build.build_targets(opts, [SimpleNamespace(name="hopper", arch="sm_90a")], echo=lines.append)  # type: ignore[list-item]
+    warned = [line for line in lines if line.startswith("kernelgen: warning:")]
+    assert len(warned) == 1 and warned[0].startswith(f"kernelgen: warning: the build folder {tmp_path / 'b#x'} has"), lines
+    assert warned[0].endswith("choose another with --build-dir DIR")
+    lines.clear()
+    build.build_targets(_opts(tmp_path / "fine"), [SimpleNamespace(name="hopper", arch="sm_90a")],  # type: ignore[list-item]
+                        echo=lines.append)
+    assert not any("warning" in line for line in lines), lines
 
 
 def test_a_path_is_judged_where_it_leads(tmp_path: Path) -> None:
@@ -170,5 +216,9 @@ def test_init_warns_about_such_a_folder(tmp_path: Path) -> None:
     out = run_cli("init", str(tmp_path / "semi;x"), "--package", "semiops", "-t", "hopper", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "warning: the project folder" in out.stderr and "';'" in out.stderr and "kernelgen build will refuse it" in out.stderr
+    slow = run_cli("init", str(tmp_path / "hash#ops"), "--package", "hashops", "-t", "hopper", cwd=tmp_path)
+    assert slow.returncode == 0, slow.stdout + slow.stderr
+    assert "warning: the project folder" in slow.stderr and "'#'" in slow.stderr
+    assert "kernelgen build works there, but for builds that compile only what changed" in slow.stderr
     fine = run_cli("init", str(tmp_path / "fine ops"), "--package", "fineops", "-t", "hopper", cwd=tmp_path)
     assert fine.returncode == 0 and "warning" not in fine.stderr, fine.stderr
