@@ -272,7 +272,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     slow = path_slowdown(folder)
     if slow:
         print(f"kernelgen: warning: the project folder {folder} {slow}; kernelgen build works there, but for "
-              "builds that compile only what changed, move the project to a folder whose path has none",
+              "builds that compile only what changed, move the project to a folder without that character",
               file=sys.stderr)
     print(f"kernelgen: created {count(len(written), 'file')} in {folder}:")
     for p in written:
