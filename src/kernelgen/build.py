@@ -116,14 +116,18 @@ def build_paths(opts: BuildOptions) -> list[tuple[str, Path | str, str]]:
     ]
 
 
+def toolkit_paths(tk: toolkit.Toolkit) -> list[tuple[str, Path | str, str]]:
+    """The CUDA toolkit's folder and its nvcc, for :func:`check_paths`."""
+    fix = ("use a CUDA toolkit whose path has none of these characters (CUDA_HOME), or an environment whose "
+           "path has none for the CUDA wheels")
+    return [(f"the CUDA toolkit (from {tk.source})", tk.root, fix), ("nvcc", tk.nvcc, fix)]
+
+
 def tool_paths(tools: Tools) -> list[tuple[str, Path | str, str]]:
     """The programs and folders found for a build (:class:`Tools`) that it hands to CMake and nvcc,
     for :func:`check_paths`."""
-    fix = ("use a CUDA toolkit whose path has none of these characters (CUDA_HOME), or an environment whose "
-           "path has none for the CUDA wheels")
     paths: list[tuple[str, Path | str, str]] = [
-        (f"the CUDA toolkit (from {tools.cuda.source})", tools.cuda.root, fix),
-        ("nvcc", tools.cuda.nvcc, fix),
+        *toolkit_paths(tools.cuda),
         ("cmake", tools.cmake, "install cmake where its path has none of these characters"),
         ("ninja", tools.ninja, "install ninja where its path has none of these characters"),
         ("pybind11's CMake folder", tools.pybind11_dir, "install pybind11 where its path has none of these characters"),
@@ -1356,7 +1360,7 @@ def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str
     # The folders whose files nvcc's dependency files name (the project's, the build tree's,
     # kernelgen's runtime headers, the toolkit's headers).
     named = (opts.root, opts.build_dir, DRIVER_DIR, tools.cuda.root)
-    for warning in slow_path_warnings([p for p in (*build_paths(opts), *tool_paths(tools)) if p[1] in named]):
+    for warning in slow_path_warnings([p for p in (*build_paths(opts), *toolkit_paths(tools.cuda)) if p[1] in named]):
         echo(warning)
     results = []
     for t in targets:
