@@ -1353,14 +1353,15 @@ def check_arches(targets: Sequence[Target], tk: toolkit.Toolkit) -> None:
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
     # CMake and nvcc misread some characters in a path (CMake splits one at ';' and would write the
     # build tree elsewhere): checked before anything is configured or installed.
-    check_paths(build_paths(opts))
+    paths = build_paths(opts)
+    check_paths(paths)
     check_launcher(opts.compiler_launcher)
     tools = Tools.find(opts, echo)
     check_arches(targets, tools.cuda)
     # The folders whose files nvcc's dependency files name (the project's, the build tree's,
     # kernelgen's runtime headers, the toolkit's headers).
     named = (opts.root, opts.build_dir, DRIVER_DIR, tools.cuda.root)
-    for warning in slow_path_warnings([p for p in (*build_paths(opts), *toolkit_paths(tools.cuda)) if p[1] in named]):
+    for warning in slow_path_warnings([p for p in (*paths, *toolkit_paths(tools.cuda)) if p[1] in named]):
         echo(warning)
     results = []
     for t in targets:

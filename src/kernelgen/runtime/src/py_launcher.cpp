@@ -320,7 +320,8 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
       if (example == 0 && kElems[e].ntorch > 0) example = e;
       ++ntyped;
       scalars += kElems[e].lanes == 1;
-      lane_bits = lane_bits < 0 || lane_bits == lane_bits_of(e) ? lane_bits_of(e) : 0;
+      const int32_t bits = lane_bits_of(e);
+      lane_bits = lane_bits < 0 || lane_bits == bits ? bits : 0;
     }
     int32_t named = -1;  // the argument an error names: the first given one that is not None
     for (int32_t i = 0; i < s->nargs; ++i) {
