@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Turns the latest benchmark JSON in benchmarks/results/ into RESULTS.md and a PNG chart.
+"""Turns the latest benchmark JSON in benchmarks/results/ into RESULTS.md (with the hand-written
+notes of benchmarks/notes/ after their sections) and PNG charts.
 
-Usage: python3 benchmarks/report.py     (needs matplotlib: pip install matplotlib)
+Usage: python3 benchmarks/report.py     (the charts need matplotlib: pip install matplotlib)
 """
 
 from __future__ import annotations
@@ -88,15 +89,25 @@ def attn_dflash_md(d: dict) -> list[str]:
         "bytes read, caches rotated beyond the L2. torch: `scaled_dot_product_attention` on the same data made "
         "contiguous.",
         "",
-        "| cache | kv_len | chain us (member) | GB/s | % of copy | unsplit us | torch us | chain vs torch |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in d["results"]:
+    header = ["| cache | kv_len | chain us (member) | GB/s | % of copy | unsplit us | torch us | chain vs torch |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += header
+
+    def row(r: dict) -> str:
         ms, member = r["ms"], r["chain_member"].rsplit("_", 1)[-1]
-        lines.append(f"| {r['dtype']} | {r['kv_len']} | {1000 * ms['chain']:.1f} ({member}) | "
-                     f"{r['gb_s']['chain']:.0f} | {100 * r['fraction_of_copy']['chain']:.0f}% | "
-                     f"{1000 * ms['unsplit']:.1f} | {1000 * ms['torch_sdpa']:.1f} | "
-                     f"{r['speedup_chain_vs_sdpa']:.2f}x |")
+        return (f"| {r['dtype']} | {r['kv_len']} | {1000 * ms['chain']:.1f} ({member}) | "
+                f"{r['gb_s']['chain']:.0f} | {100 * r['fraction_of_copy']['chain']:.0f}% | "
+                f"{1000 * ms['unsplit']:.1f} | {1000 * ms['torch_sdpa']:.1f} | "
+                f"{r['speedup_chain_vs_sdpa']:.2f}x |")
+    lines += [row(r) for r in d["results"] if not r.get("window")]
+    windowed = [r for r in d["results"] if r.get("window")]
+    if windowed:
+        lines += ["", f"With a sliding window of {windowed[0]['window']} keys (DFlash2's sliding layers), the "
+                  "last 16 positions of kv_len: GB/s on the bytes of the keys some query row can see; torch "
+                  "with the window as a boolean mask.", "",
+                  *header]
+        lines += [row(r) for r in windowed]
     lines.append("")
     return lines
 
@@ -770,65 +781,63 @@ def many_rows_ncu_md(d: dict) -> list[str]:
     return lines + [""]
 
 
+# The sections of RESULTS.md in order: the JSON file that names it (its notes' name too), the
+# files of which at least one must be there (else the section is left out), then what renders it
+# from the loaded files.
+SECTIONS = [
+    ("launch_cost.json", lambda L: launch_md(L("launch_cost.json"))),
+    ("bench_memory_bound.json", lambda L: memory_md(L("bench_memory_bound.json"))),
+    ("bench_attn_prefill.json", lambda L: attention_md(L("bench_attn_prefill.json"))),
+    ("bench_attn_dflash.json", lambda L: attn_dflash_md(L("bench_attn_dflash.json"))),
+    ("bench_attn_dflash_ablation.json", lambda L: attn_ablation_md(L("bench_attn_dflash_ablation.json"))),
+    ("ncu_attn_dflash_mix.json", lambda L: attn_mix_md(L("ncu_attn_dflash_mix.json"))),
+    ("bench_rope_cache.json", lambda L: rope_cache_md(L("bench_rope_cache.json"))),
+    ("bench_dflash2.json", lambda L: dflash2_md(L("bench_dflash2.json"))),
+    ("bench_topk16_ablation.json", lambda L: topk_ablation_md(L("bench_topk16_ablation.json"))),
+    (("bench_fp8_linear.json", "bench_dense_linear.json"),
+     lambda L: linear_md(L("bench_fp8_linear.json"), L("bench_dense_linear.json"))),
+    ("ncu_many_rows.json", lambda L: many_rows_ncu_md(L("ncu_many_rows.json"))),
+    ("bench_fp8_gemv_ablation.json", lambda L: fp8_ablation_md(L("bench_fp8_gemv_ablation.json"))),
+    ("bench_w4a16_gemv_ablation.json", lambda L: w4a16_ablation_md(L("bench_w4a16_gemv_ablation.json"))),
+    ("bench_load_pattern.json", lambda L: load_pattern_md(L("bench_load_pattern.json"))),
+    ("bench_pdl_chains.json", lambda L: pdl_chains_md(L("bench_pdl_chains.json"))),
+    ("bench_drafter_step.json",
+     lambda L: drafter_md(L("bench_drafter_step.json"), L("bench_drafter_step_sm48.json"))),
+    ("bench_attn_prefill_sm48.json",
+     lambda L: sm48_attention_md(L("bench_attn_prefill.json"), L("bench_attn_prefill_sm48.json"))),
+    ("build_loop.json", lambda L: build_md(L("build_loop.json"))),
+]
+# Text written by hand for a section (other runs, what a table means) lives in NOTES/<json stem>.md
+# and follows that section's tables; RESULTS.md itself is rewritten whole.
+NOTES = HERE / "notes"
+
+
+def notes(json_name: str) -> list[str]:
+    p = NOTES / (Path(json_name).stem + ".md")
+    return [p.read_text().rstrip("\n"), ""] if p.is_file() else []
+
+
 def main() -> None:
-    att, mem = load("bench_attn_prefill.json"), load("bench_memory_bound.json")
-    launch, build = load("launch_cost.json"), load("build_loop.json")
-    fp8, dense = load("bench_fp8_linear.json"), load("bench_dense_linear.json")
-    lines = ["# Benchmark results", "", "Generated by benchmarks/report.py from the JSON files in results/; "
-             "GPU numbers come from the benchmark scripts that scripts/gpu_check.sh --bench runs; "
+    lines = ["# Benchmark results", "", "Generated by benchmarks/report.py from the JSON files in results/ and the "
+             "notes in notes/; GPU numbers come from the benchmark scripts that scripts/gpu_check.sh --bench runs; "
              "each table comes from one run of its script.", "",
              "![chart](results/benchmarks.png)", ""]
-    if launch:
-        lines += launch_md(launch)
-    if mem:
-        lines += memory_md(mem)
-    if att:
-        lines += attention_md(att)
-    dflash_attn = load("bench_attn_dflash.json")
-    if dflash_attn:
-        lines += attn_dflash_md(dflash_attn)
-    attn_ablation = load("bench_attn_dflash_ablation.json")
-    if attn_ablation:
-        lines += attn_ablation_md(attn_ablation)
-    attn_mix = load("ncu_attn_dflash_mix.json")
-    if attn_mix:
-        lines += attn_mix_md(attn_mix)
-    rope = load("bench_rope_cache.json")
-    if rope:
-        lines += rope_cache_md(rope)
-    dflash2 = load("bench_dflash2.json")
-    if dflash2:
-        lines += dflash2_md(dflash2)
-    topk_ablation = load("bench_topk16_ablation.json")
-    if topk_ablation:
-        lines += topk_ablation_md(topk_ablation)
-    if fp8 or dense:
-        lines += linear_md(fp8, dense)
-    many_rows = load("ncu_many_rows.json")
-    if many_rows:
-        lines += many_rows_ncu_md(many_rows)
-    ablation = load("bench_fp8_gemv_ablation.json")
-    if ablation:
-        lines += fp8_ablation_md(ablation)
-    w4a16_ablation = load("bench_w4a16_gemv_ablation.json")
-    if w4a16_ablation:
-        lines += w4a16_ablation_md(w4a16_ablation)
-    pattern = load("bench_load_pattern.json")
-    if pattern:
-        lines += load_pattern_md(pattern)
-    chains = load("bench_pdl_chains.json")
-    if chains:
-        lines += pdl_chains_md(chains)
-    step = load("bench_drafter_step.json")
-    if step:
-        lines += drafter_md(step, load("bench_drafter_step_sm48.json"))
-    sm48 = load("bench_attn_prefill_sm48.json")
-    if sm48:
-        lines += sm48_attention_md(att, sm48)
-    if build:
-        lines += build_md(build)
+    for names, render in SECTIONS:
+        names = (names,) if isinstance(names, str) else names
+        if any(load(n) is not None for n in names):
+            lines += render(load) + notes(names[0])
+    known = {Path(n if isinstance(n, str) else n[0]).stem for n, _ in SECTIONS}
+    for p in sorted(NOTES.glob("*.md")):
+        if p.stem not in known:
+            print(f"report.py: {p.relative_to(HERE)} names no section (one of {', '.join(sorted(known))}); left out")
     (HERE / "RESULTS.md").write_text("\n".join(lines))
-    chart(att, mem, launch)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("report.py: RESULTS.md written; the charts need matplotlib (pip install matplotlib), left as they were")
+        return
+    chart(load("bench_attn_prefill.json"), load("bench_memory_bound.json"), load("launch_cost.json"))
+    fp8 = load("bench_fp8_linear.json")
     if fp8:
         linear_chart(fp8)
 
