@@ -133,7 +133,7 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
                 hint = (f" (the axis {axis} chooses its element type: write {axis}={example})" if dispatcher is None
                         else f" (its element type is this instance's; to choose it, plan the dispatcher: "
                              f"kernelgen plan {dispatcher} {axis}={example} ...)")
-            raise KernelgenError(f"plan of {what}() takes integer arguments only; got {kind} '{name}'{hint}")
+            raise KernelgenError(f"plan of {what}() takes scalar arguments only; got {kind} '{name}'{hint}")
         scalar = a.scalar
         assert scalar is not None
         vals: list[int | str] = []

@@ -292,15 +292,19 @@ check('np.bool_ u32', lambda: m.scalars(o, o64, True, 1.0, 1.0, 1.0, 1.0, np.boo
 
 def test_plans_need_only_the_integers_their_expressions_use(built: Path) -> None:
     """plan() requires the integer arguments the plan's expressions read, as `kernelgen plan`
-    asks for; the others may be left out or given (None included); its docstring and
-    signature list them, and its errors name plan() and the argument's own type."""
+    asks for; the other scalars (floats too, checked as a launch checks them) may be left out or
+    given (None included); its docstring and signature list them, and its errors name plan()
+    and the argument's own type."""
     out = _run(built, """
 import inspect
 print(m.narrow_ints.plan(n=1000, scale8=-3)['launched'], m.narrow_ints.plan(n=1000, scale8=0)['launched'],
       m.narrow_ints.plan(n=1000, scale8=-3, flag=1, shift=None)['launched'])
 print(m.spelled_ints.plan(n=8)['sizes'])
+print(m.scalars.plan(flag=True, reps=0, h=1.0, b=-2.5, d=1e300, f=0.25)['launched'],
+      m.scalars.plan(flag=False, reps=0, d=None)['launched'])
 for call in (lambda: m.narrow_ints.plan(n=1000), lambda: m.narrow_ints.plan(n=1000, scale8=1, m=2),
-             lambda: m.scalars.plan(flag=True, reps=0, d=1.0), lambda: m.scalars.plan(flag=True, reps=0, h=1.0),
+             lambda: m.scalars.plan(flag=True, reps=0, out=1), lambda: m.scalars.plan(flag=True, reps=0, h=1e6),
+             lambda: m.scalars.plan(flag=True, reps=0, f='x'),
              lambda: m.narrow_ints.plan(n=1000, scale8=1, flag=300)):
     try:
         call()
@@ -313,16 +317,19 @@ print(m.axpy.plan.__doc__.splitlines()[-1])
     assert out == [
         "True False True",
         "{'x': 8, 'out': 8, 'count': 1}",
+        "True False",
         "TypeError plan of narrow_ints() missing required argument 'scale8'",
         "TypeError plan of narrow_ints() got an unexpected keyword argument 'm'",
-        "TypeError plan of scalars() takes integer arguments only; got f64 'd'",
-        "TypeError plan of scalars() takes integer arguments only; got f16 'h'",
+        "TypeError plan of scalars() takes scalar arguments only; got pointer 'out'",
+        "ArgumentError scalars: argument 'h': 1000000.0 is out of range for f16 (finite values up to 65504 in "
+        "magnitude; pass float('inf') for infinity)",
+        "ArgumentError scalars: argument 'f': expected a number, got str",
         "ArgumentError narrow_ints: argument 'flag': 300 is out of range for u8 [0, 2**8-1]",
-        "(*, flag=None, scale8, n, shift=None) (*, n, T=None)",
+        "(*, flag=None, scale8, n, shift=None) (*, n, alpha=None, T=None)",
         "Arguments: flag (u8, not used by the plan: may be left out); scale8 (i8); n (u16); shift (i16, not used by "
         "the plan: may be left out).",
-        "Arguments: n (u32); T (an element type name: 'f32', 'f16', 'bf16', 'f64'; left out: every instance is "
-        "considered).",
+        "Arguments: n (u32); alpha (f64, not used by the plan: may be left out); T (an element type name: 'f32', "
+        "'f16', 'bf16', 'f64'; left out: every instance is considered).",
     ], out
 
 

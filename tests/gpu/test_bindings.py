@@ -597,10 +597,10 @@ def test_too_many_positionals(g):
 def test_plan_call_shape(g, case):
     ints = {k: v for k, v in SCALARS.items() if k != "a_f32"}
     if case == "pointer":
-        type_error(lambda: g.typed.plan(**ints, x=1), "plan of typed() takes integer arguments only; got pointer 'x'")
+        type_error(lambda: g.typed.plan(**ints, x=1), "plan of typed() takes scalar arguments only; got pointer 'x'")
     elif case == "pointer_none":
         type_error(lambda: g.typed.plan(**ints, x=None),
-                   "plan of typed() takes integer arguments only; got pointer 'x'")
+                   "plan of typed() takes scalar arguments only; got pointer 'x'")
     elif case == "positional":
         type_error(lambda: g.typed.plan(N), "plan of typed() takes 0 positional arguments but 1 were given")
     elif case == "missing":

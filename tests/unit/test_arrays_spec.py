@@ -221,7 +221,9 @@ def test_python_binding_tables_and_stub(files) -> None:
     assert ("def __call__(self, x: _kg_Array, weight: _kg_Array | None, y: _kg_Array, mean: _kg_Array | None, "
             "rstd: _kg_Array | None, rows: _kg_builtins.int, cols: _kg_builtins.int, eps: _kg_builtins.float, *, stream: _kg_Stream = None) -> _kg_Outcome: "
             "...") in pyi
-    assert "def plan(self, *, flag: _kg_builtins.bool, reps: _kg_builtins.int) -> _kg_Plan: ..." in pyi
+    assert ("def plan(self, *, flag: _kg_builtins.bool, h: _kg_builtins.float | None = None, b: _kg_builtins.float | "
+            "None = None, d: _kg_builtins.float | None = None, f: _kg_builtins.float | None = None, reps: "
+            "_kg_builtins.int) -> _kg_Plan: ...") in pyi
 
 
 def test_type_tables_carry_lanes_alignment_and_void() -> None:

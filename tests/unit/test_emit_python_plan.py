@@ -43,7 +43,8 @@ def test_stub_plans_let_unused_integers_be_left_out() -> None:
     pyi = _files("tests/fixtures/arrays")["generated/hopper/python/arrays.pyi"]
     assert "def plan_narrow_ints(*, flag: _kg_builtins.int | None = None, scale8: _kg_builtins.int, n: _kg_builtins.int, shift: _kg_builtins.int | None = None) " \
            "-> _kg_Plan: ..." in pyi
-    assert "def plan(self, *, rows: _kg_builtins.int, cols: _kg_builtins.int) -> _kg_Plan: ..." in pyi  # layer_norm: all used
+    assert ("def plan(self, *, rows: _kg_builtins.int, cols: _kg_builtins.int, eps: _kg_builtins.float | None = None) "
+            "-> _kg_Plan: ...") in pyi  # layer_norm: the integers all used, the float may be left out
 
 
 def test_binding_marks_scalars_the_plan_does_not_use() -> None:

@@ -186,9 +186,9 @@ TYPED = SPEC + """\
 
 
 @pytest.mark.parametrize("name,fragment", [
-    ("m.typed", "plan of m.typed() takes integer arguments only; got pointer 'x' (the axis T chooses its element "
+    ("m.typed", "plan of m.typed() takes scalar arguments only; got pointer 'x' (the axis T chooses its element "
      "type: write T=bf16)"),
-    ("m.typed_f32", "plan of m.typed_f32() takes integer arguments only; got pointer 'x' (its element type is this "
+    ("m.typed_f32", "plan of m.typed_f32() takes scalar arguments only; got pointer 'x' (its element type is this "
      "instance's; to choose it, plan the dispatcher: kernelgen plan m.typed T=bf16 ...)"),
 ])
 def test_kernelgen_plan_of_an_array_given_a_type_names_the_type_axis(tmp_path: Path, capsys, name: str,

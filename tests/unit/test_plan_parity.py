@@ -96,7 +96,7 @@ def test_the_cli_gives_the_runtime_reason_of_a_cluster_error(tmp_path: Path, cap
     (("n=1.5",), "demo.coop: argument 'n': expected an integer (u32), got float"),
     (("n=true",), "demo.coop: argument 'n': expected an integer (u32), got 'true'"),
     (("n=4", "n=8"), "got multiple values for argument 'n' (n=4 and n=8)"),
-    (("n=4", "x=1"), "plan of demo.coop() takes integer arguments only; got pointer 'x'"),
+    (("n=4", "x=1"), "plan of demo.coop() takes scalar arguments only; got pointer 'x'"),
     (("m=4",), "demo.coop has no argument 'm' (expected one of: n)"),
 ])
 def test_the_cli_refuses_arguments_as_the_python_module_does(tmp_path: Path, capsys, argv, message) -> None:

@@ -51,9 +51,10 @@ def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey,
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
-    # plan() takes the integer arguments its expressions use; the others may be left out (or None)
+    # plan() takes the integer arguments its expressions use; the other scalars (the floats among
+    # them: no plan reads one) may be left out (or None)
     ints = [f"{a.name}: {annotation(a)}" if a.name in in_plan else f"{a.name}: {annotation(a)} | None = None"
-            for a in (*args, *derived) if a.is_int]  # (in the binding's order: the derived ones last)
+            for a in (*args, *derived) if a.scalar is not None]  # (in the binding's order: the derived ones last)
     ints += [f"{k.name}: {builtin('str')} | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ("*, " + ", ".join(ints)) if ints else ""}  # keyword-only; none: no bare *

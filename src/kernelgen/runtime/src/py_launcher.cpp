@@ -593,14 +593,20 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
     if (slots[i] == nullptr) continue;
-    if (!plan_scalar(a) || is_float_scalar(a)) {
-      // the argument's own type: a pointer, a struct or a float scalar (f16, bf16, f32, f64)
-      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s%s '%s'", s->name,
-                   a.kind == kPointer ? "pointer" : a.kind == kStruct ? "struct " : "",
-                   a.kind == kPointer ? "" : a.kind == kStruct ? s->structs[a.type].name : kScalars[a.type].name, a.name);
+    if (!plan_scalar(a)) {
+      // the argument's own type: a pointer or a struct
+      PyErr_Format(PyExc_TypeError, "plan of %s() takes scalar arguments only; got %s%s '%s'", s->name,
+                   a.kind == kPointer ? "pointer" : "struct ", a.kind == kPointer ? "" : s->structs[a.type].name,
+                   a.name);
       return nullptr;
     }
-    if (plan_optional(a) && slots[i] == Py_None) continue;  // unused by the plan: None is leaving it out
+    if ((plan_optional(a) || is_float_scalar(a)) && slots[i] == Py_None) continue;  // None: left out
+    if (is_float_scalar(a)) {
+      // No plan reads a float: checked as a launch checks it, then left out.
+      Value unused_value;
+      if (convert_scalar(s, &a, slots[i], &unused_value) < 0) return nullptr;
+      continue;
+    }
     if (convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
   }
   kg_plan p{};
@@ -697,16 +703,17 @@ PyObject* get_signature(PyObject* obj, void*) {
 }
 
 // plan()'s docstring, its first line a text signature (as CPython's builtins spell it) so that
-// help() and inspect.signature show the arguments it takes: the integer arguments, those its
-// expressions do not use defaulting to None, then the dtype keys.
+// help() and inspect.signature show the arguments it takes: the scalar arguments, those its
+// expressions do not use (floats among them) defaulting to None, then the dtype keys.
 std::string plan_doc(const LauncherSpec* s) {
   std::string params, listed;
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
-    if (!plan_scalar(a) || is_float_scalar(a)) continue;
-    params += std::string(", ") + a.name + (plan_optional(a) ? "=None" : "");
+    if (!plan_scalar(a)) continue;
+    const bool optional = plan_optional(a) || is_float_scalar(a);
+    params += std::string(", ") + a.name + (optional ? "=None" : "");
     listed += std::string(listed.empty() ? "" : "; ") + a.name + " (" + kScalars[a.type].name +
-              (plan_optional(a) ? ", not used by the plan: may be left out)" : ")");
+              (optional ? ", not used by the plan: may be left out)" : ")");
   }
   for (int32_t k = 0; k < s->nkeys; ++k) {
     params += std::string(", ") + s->keys[k].name + "=None";
@@ -721,7 +728,8 @@ std::string plan_doc(const LauncherSpec* s) {
   }
   std::string doc = "plan($self, /" + (params.empty() ? std::string() : ", *" + params) + ")\n--\n\n";
   doc += std::string("The launch plan of ") + s->name +
-         "() for these integer arguments, without a GPU: a dict of grid, block, shared_mem, launched, code, "
+         "() for these arguments (a float is checked as a launch checks it, then left out: no plan reads one), "
+         "without a GPU: a dict of grid, block, shared_mem, launched, code, "
          "reason (why not, when not launched), kernel, variant, cluster (the launch's cluster dimensions, None without "
          "one) and sizes (the element count of each sized array "
          "argument; one whose size comes out negative is left out; None when a size expression fails).";
