@@ -137,11 +137,13 @@ def tool_paths(tools: Tools) -> list[tuple[str, Path | str, str]]:
     return paths
 
 
-def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) -> None:
+def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) -> list[Path]:
     """Every `build.include_dirs` folder the targets' builds use exists (the compiler would skip a
     missing one without a word, and then fail on the first header it holds), and it and the project
-    root have only characters that CMake and nvcc take in a path (:func:`path_problem`)."""
+    root have only characters that CMake and nvcc take in a path (:func:`path_problem`). Returns
+    those folders (absolute), for :attr:`BuildOptions.include_dirs`."""
     check_paths([("the project folder", root, _MOVE_PROJECT)])
+    found: list[Path] = []
     layers = [(catalog.build, "build")] + [(t.build, f"{t.name}.build") for t in targets]
     layers += [(m.build, "build") for m in catalog.modules]
     for build, field_path in layers:
@@ -155,6 +157,9 @@ def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) 
             if problem:
                 raise SpecError(loc, f"{field_path}.include_dirs", f"include folder {d} {problem}",
                                 "move (or copy) the headers to a folder whose path has none of these characters")
+            if Path(os.path.abspath(path)) not in found:
+                found.append(Path(os.path.abspath(path)))
+    return found
 
 
 @dataclass
@@ -331,6 +336,7 @@ class BuildOptions:
     torch_reader: bool = True  # build the C++ torch tensor reader when torch is installed
     package: str = "kernelgen_ops"  # the project's Python package: installs go to install_prefix/package
     lineinfo: bool = True  # device code with source line information (nvcc -lineinfo: the sources' paths)
+    include_dirs: Sequence[Path] = ()  # the specs' include folders (check_include_dirs): their headers' paths
 
 
 class _Signalled(BaseException):
@@ -1359,9 +1365,12 @@ def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str
     tools = Tools.find(opts, echo)
     check_arches(targets, tools.cuda)
     # The folders whose files nvcc's dependency files name (the project's, the build tree's,
-    # kernelgen's runtime headers, the toolkit's headers).
+    # kernelgen's runtime headers, the toolkit's headers, the specs' include folders).
     named = (opts.root, opts.build_dir, DRIVER_DIR, tools.cuda.root)
-    for warning in slow_path_warnings([p for p in (*paths, *toolkit_paths(tools.cuda)) if p[1] in named]):
+    includes = [("the include folder", d, "move (or copy) the headers to a folder whose path has no '#'")
+                for d in opts.include_dirs]
+    for warning in slow_path_warnings([*(p for p in (*paths, *toolkit_paths(tools.cuda)) if p[1] in named),
+                                       *includes]):
         echo(warning)
     results = []
     for t in targets:

@@ -199,7 +199,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
-    check_include_dirs(catalog, root, targets)
+    includes = check_include_dirs(catalog, root, targets)
     _warn_catalog(catalog, root)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
@@ -217,6 +217,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         torch_reader=not args.no_torch_reader,
         package=package,
         lineinfo=not args.no_lineinfo,
+        include_dirs=includes,
     )
     check_paths(build_paths(opts))  # before anything is written
     files = render_catalog(catalog, templates=root / "templates")
@@ -304,14 +305,14 @@ def cmd_cmake(args: argparse.Namespace) -> int:
     root = args.root
     catalog = load_catalog(root)
     targets = _targets(catalog, [x for t in args.target or [] for x in t.split(";") if x] or None)
-    check_include_dirs(catalog, root, targets)
+    includes = check_include_dirs(catalog, root, targets)
     out_dir = args.out.resolve().parent
     # The targets are built by kernelgen's own driver in the project's build/ (after `kernelgen build`
     # nothing is recompiled), without the torch reader (it is locked to one torch version), and
     # installed into a staging folder whose package the wheel's CMake installs as it is.
     opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
                         install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
-                        verbose=args.verbose, lineinfo=not args.no_lineinfo)
+                        verbose=args.verbose, lineinfo=not args.no_lineinfo, include_dirs=includes)
     check_paths(build_paths(opts))  # before anything is written
     for option, d in (("--build-dir DIR", opts.build_dir), ("--out FILE", out_dir)):
         _check_writable(option, d)

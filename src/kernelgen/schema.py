@@ -281,7 +281,8 @@ BUILD = Struct(
               "project root: the module's first, then the target's, then the project's. `kernelgen build` "
               "checks that each exists. A folder's path takes any character (spaces, `#`, `&`, letters of any "
               "script; with a `#`, though, every build compiles the CUDA sources that include its headers "
-              "again: nvcc's dependency files leave it unescaped) but those CMake or nvcc misread in a "
+              "again, and `kernelgen build` says so: nvcc's dependency files leave it unescaped) but those "
+              "CMake or nvcc misread in a "
               "path: `;`, `\"`, `\\`, `$`, `` ` ``, `'`, `[`, `]` and control characters; "
               "and no leading `~` (not expanded: write the folder out).",
               "none"),

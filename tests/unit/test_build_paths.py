@@ -95,6 +95,42 @@ def test_a_build_warns_about_a_hash_in_the_folders_its_dependency_files_name(tmp
     assert not any("warning" in line for line in lines), lines
 
 
+def test_a_build_warns_about_a_hash_in_an_include_folder_outside_the_project(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The specs' include folders are named by nvcc's dependency files too: one with a '#' outside
+    the project is warned about (inside a warned project, not again); check_include_dirs lists them."""
+    root = _project(tmp_path, "fine")
+    headers = tmp_path / "third#party" / "include"
+    headers.mkdir(parents=True)
+    path = root / "specs" / "plain.yaml"
+    path.write_text(path.read_text() + f"build: {{include_dirs: [\"{headers}\", specs]}}\n")
+    catalog = load_catalog(root)
+    found = build.check_include_dirs(catalog, root, list(catalog.targets))
+    assert headers in found and root / "specs" in found and all(d.is_absolute() for d in found)
+    tk = toolkit.Toolkit(tmp_path / "cuda" / "bin" / "nvcc", tmp_path / "cuda", "13.0", "CUDA_HOME")
+    tools = build.Tools(tk, "/usr/bin/cmake", "/usr/bin/ninja", "/pybind11", None)
+    monkeypatch.setattr(build.Tools, "find", staticmethod(lambda opts, echo=print: tools))
+    monkeypatch.setattr(build, "check_arches", lambda targets, tk: None)
+    monkeypatch.setattr(build, "_target_lock", lambda path, echo: contextlib.nullcontext())
+    monkeypatch.setattr(build, "_build_one", lambda *a: None)
+    lines: list[str] = []
+    opts = _opts(root)
+    opts.include_dirs = found
+    build.build_targets(opts, [SimpleNamespace(name="hopper", arch="sm_90a")], echo=lines.append)  # type: ignore[list-item]
+    warned = [line for line in lines if line.startswith("kernelgen: warning:")]
+    assert len(warned) == 1, lines
+    assert warned[0].startswith(f"kernelgen: warning: the include folder {headers} has the character '#'")
+    assert warned[0].endswith("move (or copy) the headers to a folder whose path has no '#'")
+    # inside a project warned about already: once, for the project
+    hashed = _project(tmp_path, "a#b")
+    opts = _opts(hashed)
+    opts.include_dirs = [hashed / "specs"]
+    lines.clear()
+    build.build_targets(opts, [SimpleNamespace(name="hopper", arch="sm_90a")], echo=lines.append)  # type: ignore[list-item]
+    warned = [line for line in lines if line.startswith("kernelgen: warning:")]
+    assert len(warned) == 1 and warned[0].startswith(f"kernelgen: warning: the project folder {hashed} "), lines
+
+
 def test_a_path_is_judged_where_it_leads(tmp_path: Path) -> None:
     real = tmp_path / "semi;x"
     real.mkdir()
