@@ -10,8 +10,12 @@ device-to-device copy bandwidth measured in the same run (read + write counted).
 cold: each case rotates over enough cache copies to exceed twice the 50 MB L2. Beside them,
 torch scaled_dot_product_attention on the same data made contiguous (K / V gathered from the
 cache and heads expanded outside the timing; BF16 values, dequantized for FP8).
+Then the same with a sliding window (--windows, 2048 as DFlash2's sliding layers use) at the
+lengths above it: GB/s there on the bytes of the keys some query row can see (window + q_rows - 1
+rows), torch with the window as a boolean mask.
 
 Usage: python3 benchmarks/bench_attn_dflash.py --out results.json [--lengths 1024 8192 32768]
+       [--windows 2048]
 """
 
 import argparse
@@ -40,12 +44,14 @@ def paged(vals, perm, bs, fp8):
     return c
 
 
-def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
+def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen, window=0):
     d = 128
     scale = 1.0 / math.sqrt(d)
     esize = 1 if fp8 else 2
-    kv_bytes = kv_len * hkv * d * 2 * esize
-    copies = 1 if kv_bytes > 2 * L2_BYTES else math.ceil(2 * L2_BYTES / kv_bytes)
+    seen = min(kv_len, window + q_rows - 1) if window else kv_len  # keys some row can see
+    kv_bytes = seen * hkv * d * 2 * esize
+    cache_bytes = kv_len * hkv * d * 2 * esize
+    copies = 1 if cache_bytes > 2 * L2_BYTES else math.ceil(2 * L2_BYTES / cache_bytes)
     nb = -(-kv_len // bs)
     q = torch.randn(q_rows, hq, d, generator=gen).to(torch.bfloat16).to(DEV)
     sets = []
@@ -59,7 +65,7 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
     out = torch.empty_like(q)
     kind = "fp8" if fp8 else "bf16"
     shape = dict(q_rows=q_rows, kv_len=kv_len, q_offset=kv_len - q_rows, num_q_heads=hq,
-                 num_kv_heads=hkv, block_size=bs, causal=0, window=0)
+                 num_kv_heads=hkv, block_size=bs, causal=0, window=window)
     common = dict(shape, scale=scale)
     # The split member's plan: whether it applies, and its workspace and counters' sizes.
     split_plan = getattr(attn_dflash, f"prefill_attn_dflash_{kind}_split").plan(**shape)
@@ -92,21 +98,25 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
     kt, vt = contiguous(kc0, 0.01), contiguous(vc0, 0.01)
     qt = q.transpose(0, 1).unsqueeze(0)
     sdpa_sets = [(kt, vt)]
-    res = {"kv_len": kv_len, "dtype": kind, "kv_bytes": kv_bytes, "cache_copies": copies,
+    mask = None
+    if window:  # key k visible to row i (position kv_len - q_rows + i) when k > position - window
+        pos = torch.arange(kv_len - q_rows, kv_len, device=DEV)[:, None]
+        mask = idx[None, :] > pos - window
+    res = {"kv_len": kv_len, "dtype": kind, "window": window, "kv_bytes": kv_bytes, "cache_copies": copies,
            "ms": {}, "gb_s": {}, "fraction_of_copy": {}}
     for name, fn in runs.items():
         ms = median_ms(fn, sets, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
         res["ms"][name] = ms
         res["gb_s"][name] = kv_bytes / ms / 1e6
         res["fraction_of_copy"][name] = kv_bytes / ms / 1e6 / copy_gbs
-    ms = median_ms(lambda k, v: F.scaled_dot_product_attention(qt, k, v, scale=scale), sdpa_sets,
+    ms = median_ms(lambda k, v: F.scaled_dot_product_attention(qt, k, v, attn_mask=mask, scale=scale), sdpa_sets,
                    warmup=warmup, reps=reps, sleep_cycles=1_000_000)
     res["ms"]["torch_sdpa"] = ms
     # SDPA reads expanded bf16 K / V (hq heads), not comparable bytes: report time only
     res["speedup_chain_vs_sdpa"] = ms / res["ms"]["chain"]
     # accuracy check against SDPA on the same values
     runs["chain"](*sets[0])
-    ref = F.scaled_dot_product_attention(qt, kt, vt, scale=scale)[0].transpose(0, 1)
+    ref = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)[0].transpose(0, 1)
     torch.cuda.synchronize()
     res["max_abs_diff_vs_sdpa"] = float((out.float() - ref.float()).abs().max().item())
     res["chain_member"] = getattr(attn_dflash, f"prefill_attn_dflash_{kind}").plan(**{
@@ -118,6 +128,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="path of the JSON results")
     ap.add_argument("--lengths", type=int, nargs="+", default=[1024, 8192, 32768])
+    ap.add_argument("--windows", type=int, nargs="*", default=[2048],
+                    help="sliding windows, each timed at the lengths above it")
     ap.add_argument("--q-rows", type=int, default=16)
     ap.add_argument("--hq", type=int, default=32)
     ap.add_argument("--hkv", type=int, default=8)
@@ -132,17 +144,19 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}  copy {copy_gbs:.0f} GB/s (read + write)")
     print(f"q_rows={args.q_rows} hq={args.hq} hkv={args.hkv} d=128 block {args.block_size}, non-causal")
     results = []
-    print(f"{'dtype':5} {'kv_len':>7} {'kernel':8} {'us':>8} {'GB/s':>7} {'% copy':>7}   sdpa us  chain/sdpa")
+    print(f"{'dtype':5} {'kv_len':>7} {'window':>6} {'kernel':8} {'us':>8} {'GB/s':>7} {'% copy':>7}   "
+          "sdpa us  chain/sdpa")
+    cases = [(L, 0) for L in args.lengths] + [(L, w) for w in args.windows for L in args.lengths if L > w]
     for fp8 in (False, True):
-        for L in args.lengths:
+        for L, w in cases:
             r = bench_case(L, fp8, args.q_rows, args.hq, args.hkv, args.block_size, copy_gbs,
-                           args.warmup, args.reps, gen)
+                           args.warmup, args.reps, gen, window=w)
             results.append(r)
             for name in r["gb_s"]:
-                print(f"{r['dtype']:5} {L:7d} {name:8} {r['ms'][name] * 1e3:8.1f} {r['gb_s'][name]:7.0f} "
+                print(f"{r['dtype']:5} {L:7d} {w:6d} {name:8} {r['ms'][name] * 1e3:8.1f} {r['gb_s'][name]:7.0f} "
                       f"{100 * r['fraction_of_copy'][name]:6.1f}%   {r['ms']['torch_sdpa'] * 1e3:7.1f}  "
                       f"{r['speedup_chain_vs_sdpa']:6.2f}x", flush=True)
-    by = {(r["dtype"], r["kv_len"]): r for r in results}
+    by = {(r["dtype"], r["kv_len"]): r for r in results if not r["window"]}
     for L in args.lengths:
         if ("bf16", L) in by and ("fp8", L) in by:
             sp = by[("bf16", L)]["ms"]["chain"] / by[("fp8", L)]["ms"]["chain"]

@@ -37,24 +37,34 @@
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
 // key is written as zeros.
 //
-// Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, at most MAX_CHUNKS of
-// them: bf16, SPLIT_KEYS doubled while more would be needed (128 up to 5120 keys, 256 up to
-// 10240, ...); fp8, the fewest whole 32-key tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832
-// at 32768): a function of kv_len alone. Each chunk gets its own online-softmax state, and the
-// chunks' states are folded in chunk order with merge_weights / lin2. Measured for the bf16
+// Chunks: a CTA's span is the keys some row of its row block can see (masks above), from the
+// first 32-key tile holding one of them: keys [B, E) with B = TILE * floor(lo / TILE), lo the
+// window's first visible key for the block's first row (0 without a window) and E = kv_len
+// (causal: at most the block's last position + 1). The span is cut into chunks of
+// C = chunk_keys(E - B) keys, at most MAX_CHUNKS of them: bf16, SPLIT_KEYS doubled while more
+// would be needed (128 up to 5120 keys, 256 up to 10240, ...); fp8, the fewest whole 32-key
+// tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832 at 32768): a function of kv_len, the
+// masks and the row block's positions alone, the same in every kernel. A sliding window of 2048
+// keys is cut into 128-key chunks whatever kv_len (chunks from key 0 left most splits without a
+// visible key and gave the others up to 26 tiles each at kv_len 32768; H100, split kernel, 16
+// query rows, hq 32, hkv 8, window 2048, chunks from key 0 -> from the span: kv_len 8208 bf16
+// 19.5 -> 16.2 us, fp8 20.4 -> 17.1; 32784 bf16 41.6 -> 15.2, fp8 43.0 -> 16.2; without a
+// window the same bits and times). Each chunk gets its own
+// online-softmax state, and the chunks' states are folded in chunk order with merge_weights /
+// lin2. Measured for the bf16
 // cache and not taken (H200, 16 query rows, hq 32, hkv 8, A/B/A in one run, split kernel us at
 // kv_len 8208 / 16384 / 32768, shipped 22.9 / 30.8 / 46.8): the fp8 rule (up to 40 chunks of whole
 // tiles) 22.9 / 32.1 / 48.6; the same with at most 24 chunks, 23.8 / 34.9 / 55.7.
 //
-// Split-KV: split s covers chunk s, keys [s * C, (s + 1) * C); the split kernels run in clusters
-// of CLUSTER CTAs along x; the first nsplit = ceil(kv_len / (C * CLUSTER)) * CLUSTER CTAs (at
+// Split-KV: split s covers chunk s, keys [B + s * C, B + (s + 1) * C); the split kernels run in
+// clusters of CLUSTER CTAs along x; the first nsplit = ceil((E - B) / (C * CLUSTER)) * CLUSTER CTAs (at
 // least one cluster, at most MAX_GROUPS) work, the grid's further clusters (it is sized for
 // SPLIT_KEYS-key splits, from kv_len or, for the indirect kernels, from max_kv_len) return at
 // once. Each working CTA sends its partial state (per row: raw max m, sum l, unnormalised
 // accumulator) through distributed shared memory to the CTAs that fold it: row slice j (rows
 // 8j .. 8j + 7) to cluster rank j, which after the cluster barrier folds the cluster's states of
 // its slice in split order from its own shared memory (a state with m = -inf for a row is
-// skipped for that row). With one cluster (kv_len <= CLUSTER * C) that is the output. Otherwise
+// skipped for that row). With one cluster (E - B <= CLUSTER * C) that is the output. Otherwise
 // it is the cluster's group state: it goes to the workspace, CTA rank j bumps the i32 counter of
 // row slice j of its (kv head, m-block) with atomicInc (which takes it back to zero on the last
 // arrival: the counters are zero before the first launch and after every launch), and the CTA
@@ -218,9 +228,10 @@ struct Params {
     int32_t* counters; // split counters, one per (kv head, m-block), zero at launch
 };
 
-// Keys per chunk (and per split) for kv_len keys. BF16 cache: SPLIT_KEYS, doubled while more than
-// MAX_CHUNKS chunks would cover kv_len. FP8 cache: the fewest whole tiles, at least SPLIT_KEYS
-// keys, that cover kv_len in at most MAX_CHUNKS chunks, so that long caches use every CTA of the
+// Keys per chunk (and per split) for a span of that many keys (kv_len without masks; the numbers
+// below are of unmasked spans). BF16 cache: SPLIT_KEYS, doubled while more than MAX_CHUNKS chunks
+// would cover the span. FP8 cache: the fewest whole tiles, at least SPLIT_KEYS keys, that cover
+// the span in at most MAX_CHUNKS chunks, so that long caches use every CTA of the
 // grid (MAX_GROUPS clusters a row block; the doubling leaves 8 of 40 idle at 8192 < kv_len <=
 // 10240, 16384 < kv_len <= 20480, ...). Most of the FP8 kernels' time past their loads is each
 // CTA's tile loop (products, softmax), which more CTAs an SM hide better: at kv_len 32768, 48.2
@@ -229,20 +240,25 @@ struct Params {
 // chunks' keys (kv_len 8208, the drafter's 8192 context rows and its block: 4 clusters of
 // 288-key chunks instead of 5 of 256) measured no faster (H200, split chain 23.5 -> 23.3 us;
 // 8192, 8704 and 16400 unchanged).
+// One cluster of 16 CTAs a kv head (non-portable size; 128 CTAs, one an SM, the fold wholly in
+// distributed shared memory, no workspace; 8-tile ring), against the shipped kernel (H100,
+// kv_len 1024 / 8192 / 32768): bf16 15.6 / 34.0 / 93.5 us against 9.7 / 24.4 / 57.3, fp8
+// 11.7 / 24.5 / 65.8 against 10.4 / 22.7 / 46.7: cudaOccupancyMaxActiveClusters placed 7 (bf16)
+// or 14 (fp8) such clusters at once, fewer than the 8 kv heads need.
 // Other chunk counts for the FP8 cache (H100, the ablation's full kernel at kv_len 8192 / 32768,
 // shipped MAX_CHUNKS 40: 22.4 / 45.6 us): 32 chunks, 22.1 / 51.1 us; 48 chunks (6 clusters a row
 // block, 48 clusters of 8 CTAs in all), 30.3 / 62.5 us: cudaOccupancyMaxActiveClusters gives 45
 // clusters of the split kernels at once on the H100 (3 CTAs an SM), fewer than 48.
-// A function of kv_len alone for each cache type, so every kernel of a type (split or not,
-// direct or indirect, whatever its grid) cuts the keys the same way.
+// A function of the span's length alone for each cache type, so every kernel of a type (split
+// or not, direct or indirect, whatever its grid) cuts the keys the same way.
 template <int SPLIT_KEYS, bool FP8>
-__device__ __forceinline__ int chunk_keys(int kv_len) {
+__device__ __forceinline__ int chunk_keys(int span) {
     if constexpr (FP8) {
-        const int tiles = (kv_len + TILE * MAX_CHUNKS - 1) / (TILE * MAX_CHUNKS);
+        const int tiles = (span + TILE * MAX_CHUNKS - 1) / (TILE * MAX_CHUNKS);
         return max(SPLIT_KEYS, tiles * TILE);
     } else {
         int keys = SPLIT_KEYS;
-        while ((kv_len + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
+        while ((span + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
         return keys;
     }
 }
@@ -251,18 +267,6 @@ template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
     constexpr bool kCompute = W != Work::loads && W != Work::reads;  // the tiles' products, softmax
-    const int chunk = chunk_keys<SPLIT_KEYS, FP8>(p.kv_len);
-    // Split kernels: the splits that cover kv_len, in whole clusters (at least one); the grid may
-    // hold more (it is sized for SPLIT_KEYS-key splits, or from a bound of kv_len), and their
-    // clusters have nothing to do.
-    const int nsplit = SPLIT ? max(1, (p.kv_len + chunk * CLUSTER - 1) / (chunk * CLUSTER)) * CLUSTER : 1;
-    if (SPLIT && static_cast<int>(blockIdx.x) >= nsplit) return;
-    extern __shared__ __align__(1024) unsigned char smem[];
-    const uint32_t sbase = smem_u32(smem);
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if (sbase & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
-#endif
-
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, c = lane & 3;
     const int group = p.hq / p.hkv;
@@ -270,17 +274,6 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     const int kvh = blockIdx.y / mblocks, mb = blockIdx.y % mblocks;
     const int M = p.q_rows * group;
     const int cta_m0 = mb * ROWS;
-
-    // ---- rows of this lane
-    const int m0 = cta_m0 + warp * 16 + g, m1 = m0 + 8;
-    const bool v0 = m0 < M, v1 = m1 < M;
-    auto row_off = [&](int m) -> int64_t {
-        const int i = m / group;
-        const int h = kvh * group + m % group;
-        return (static_cast<int64_t>(i) * p.hq + h) * D;
-    };
-    const int64_t off0 = v0 ? row_off(m0) : 0, off1 = v1 ? row_off(m1) : 0;
-    const int pos0 = p.qpos0 + m0 / group, pos1 = p.qpos0 + m1 / group;
 
     // ---- key ranges of the CTA
     const int m_last = min(cta_m0 + ROWS, M) - 1;
@@ -295,9 +288,35 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         k_lo = max(0, p_lo - p.window + 1);
         a_lo = max(0, p_hi - p.window + 1);
     }
+    // The span: keys [span0, k_hi] from the tile of the first visible one, cut into chunks.
+    const int span0 = k_lo / TILE * TILE;
+    const int span = max(1, k_hi + 1 - span0);
+    const int chunk = chunk_keys<SPLIT_KEYS, FP8>(span);
+    // Split kernels: the splits that cover the span, in whole clusters (at least one); the grid
+    // may hold more (it is sized for SPLIT_KEYS-key splits of kv_len, or of a bound of kv_len),
+    // and their clusters have nothing to do.
+    const int nsplit = SPLIT ? max(1, (span + chunk * CLUSTER - 1) / (chunk * CLUSTER)) * CLUSTER : 1;
+    if (SPLIT && static_cast<int>(blockIdx.x) >= nsplit) return;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t sbase = smem_u32(smem);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (sbase & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
+#endif
+
+    // ---- rows of this lane
+    const int m0 = cta_m0 + warp * 16 + g, m1 = m0 + 8;
+    const bool v0 = m0 < M, v1 = m1 < M;
+    auto row_off = [&](int m) -> int64_t {
+        const int i = m / group;
+        const int h = kvh * group + m % group;
+        return (static_cast<int64_t>(i) * p.hq + h) * D;
+    };
+    const int64_t off0 = v0 ? row_off(m0) : 0, off1 = v1 ? row_off(m1) : 0;
+    const int pos0 = p.qpos0 + m0 / group, pos1 = p.qpos0 + m1 / group;
+
     if (SPLIT) {
-        k_lo = max(k_lo, static_cast<int>(blockIdx.x) * chunk);
-        k_hi = min(k_hi, static_cast<int>(blockIdx.x) * chunk + chunk - 1);
+        k_lo = max(k_lo, span0 + static_cast<int>(blockIdx.x) * chunk);
+        k_hi = min(k_hi, span0 + static_cast<int>(blockIdx.x) * chunk + chunk - 1);
     }
     const int t_begin = k_lo <= k_hi ? k_lo / TILE : 1;
     const int t_end = k_lo <= k_hi ? k_hi / TILE : 0;
@@ -675,10 +694,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
         for (int n = 0; n < 32; ++n) tot_acc[n * 32] = make_float2(0.f, 0.f);
     }
-    const int chunk_tiles = chunk / TILE;
+    const int chunk_tiles = chunk / TILE, span_tile = span0 / TILE;
     auto after_tile = [&](int t) {
         chunk_open = true;
-        if (!SPLIT && (t + 1) % chunk_tiles == 0) flush_chunk();
+        if (!SPLIT && (t + 1 - span_tile) % chunk_tiles == 0) flush_chunk();
     };
 
     if (t_begin <= t_end) {

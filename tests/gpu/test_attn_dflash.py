@@ -89,21 +89,33 @@ def workspace(q_rows, hq, hkv, kv_len):
     return ws, cnt
 
 
-def chunk_keys(kv_len, fp8):
-    """Keys per chunk (split), at most 40 chunks: bf16, 128 doubled while more would be needed;
-    fp8, the fewest whole 32-key tiles (at least 128)."""
+def chunk_keys(span, fp8):
+    """Keys per chunk (split) of a span of keys, at most 40 chunks: bf16, 128 doubled while more
+    would be needed; fp8, the fewest whole 32-key tiles (at least 128)."""
     max_chunks = MAX_GROUPS * CLUSTER
     if fp8:
-        return max(SPLIT_KEYS, 32 * -(-kv_len // (32 * max_chunks)))
+        return max(SPLIT_KEYS, 32 * -(-span // (32 * max_chunks)))
     keys = SPLIT_KEYS
-    while -(-kv_len // max_chunks) > keys:
+    while -(-span // max_chunks) > keys:
         keys *= 2
     return keys
 
 
-def one_cluster(kv_len, fp8):
-    """Whether one cluster of splits covers kv_len keys (split and unsplit: the same bits)."""
-    return kv_len <= CLUSTER * chunk_keys(kv_len, fp8)
+def spans(q_rows, kv_len, q_offset, hq, hkv, causal, window):
+    """Each row block's span: the keys some of its rows can see, from the 32-key tile of the first."""
+    group, out = hq // hkv, []
+    for mb in range(mblocks(q_rows, hq, hkv)):
+        m0, m1 = mb * ROWS, min((mb + 1) * ROWS, q_rows * group) - 1
+        lo = max(0, q_offset + m0 // group - window + 1) if window else 0
+        hi = min(kv_len - 1, q_offset + m1 // group) if causal else kv_len - 1
+        out.append(max(1, hi + 1 - lo // 32 * 32))
+    return out
+
+
+def one_cluster(case, q_offset, fp8):
+    """Whether one cluster of splits covers every row block's span (split and unsplit: the same bits)."""
+    q_rows, kv_len, _, hq, hkv, causal, window = case
+    return all(s <= CLUSTER * chunk_keys(s, fp8) for s in spans(q_rows, kv_len, q_offset, hq, hkv, causal, window))
 
 
 def make_paged(K, V, bs, gen, fill):
@@ -190,6 +202,10 @@ CASES = [
     (7, 8192, 16, 32, 8, 1, 0),
     (16, 32768, 64, 32, 8, 0, 0),
     (16, 32768, 16, 32, 8, 1, 2048),
+    # windows whose span fits one cluster though kv_len does not (split and unsplit: the same bits),
+    # with a span starting inside a tile, and eight row blocks with spans of their own
+    (16, 8192, 16, 32, 8, 0, 500),
+    (64, 4096, 16, 32, 4, 0, 700),
 ]
 
 
@@ -277,7 +293,7 @@ def test_direct(case, fp8):
         results[kind] = runs[0]
     if "split" in results:
         check_close(results["split"], results["unsplit"].float(), f"{tag} split vs unsplit")
-        if one_cluster(kv_len, fp8):  # the same chunks folded with the same arithmetic: the same bits
+        if one_cluster(case, q_offset, fp8):  # the same chunks folded with the same arithmetic: the same bits
             same_bits(results["split"], results["unsplit"], f"{tag}: split against unsplit (one cluster)")
 
     out = torch.full_like(q, float("nan"))

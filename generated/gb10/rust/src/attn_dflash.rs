@@ -7,7 +7,7 @@
 
 /// BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:40`):
+/// Arguments, in order (`specs/attn_dflash.yaml:41`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -99,9 +99,9 @@ pub mod prefill_attn_dflash_bf16_unsplit {
     }
 }
 
-/// BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 5 clusters); clusters past the chunks return at once.
+/// BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s of the row block's span (keys [B + s * C, B + (s + 1) * C), B the span's first, C = 128 up to a span of 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers the span, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 5 clusters); clusters past the chunks return at once.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:73`):
+/// Arguments, in order (`specs/attn_dflash.yaml:74`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -208,7 +208,7 @@ pub mod prefill_attn_dflash_bf16_split {
 
 /// As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory).
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:114`):
+/// Arguments, in order (`specs/attn_dflash.yaml:115`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -307,7 +307,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 
 /// As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale; its chunks are whole tiles (up to 40 of them, as the module doc says), so that past kv_len 5120 every split of the grid works.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:137`):
+/// Arguments, in order (`specs/attn_dflash.yaml:138`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -419,7 +419,7 @@ pub mod prefill_attn_dflash_fp8_split {
 
 /// As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:163`):
+/// Arguments, in order (`specs/attn_dflash.yaml:164`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -518,7 +518,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 
 /// Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(max_kv_len / 1024), 5) * 8 splits; the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len hold an empty state.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:198`):
+/// Arguments, in order (`specs/attn_dflash.yaml:199`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -630,7 +630,7 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:239`):
+/// Arguments, in order (`specs/attn_dflash.yaml:240`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -735,7 +735,7 @@ pub mod prefill_attn_dflash_bf16 {
 
 /// Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:240`):
+/// Arguments, in order (`specs/attn_dflash.yaml:241`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -844,7 +844,7 @@ pub mod prefill_attn_dflash_fp8 {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:241`):
+/// Arguments, in order (`specs/attn_dflash.yaml:242`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
