@@ -217,7 +217,8 @@ def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
     assert "(&::scale_kernel<__nv_bfloat16,1>, 0);" in cu and "::kg_kernel_scale_bf16_1_0<<<" in cu
     assert NL_NO_INSTANCE == 7
     pyi = files["generated/hopper/python/demo.pyi"]
-    assert "def plan_scale(*, n: _kg_builtins.int, T: _kg_builtins.str | None = None) -> _kg_Plan: ..." in pyi
+    assert ("def plan_scale(*, n: _kg_builtins.int, alpha: _kg_builtins.float | None = None, T: _kg_builtins.str | "
+            "None = None) -> _kg_Plan: ...") in pyi
 
 
 def test_c_code_of_no_instance_comes_from_the_plan_semantics() -> None:
