@@ -64,15 +64,20 @@ def test_a_hash_builds_with_a_warning_that_every_build_compiles_again(tmp_path: 
     assert "(it leads to " in (build.path_slowdown(tmp_path / "plain") or "")
 
 
-def test_a_build_warns_about_a_hash_in_the_folders_its_dependency_files_name(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "a#b" / "proj"
+def _no_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """build_targets up to its warnings: stand-in tools (a toolkit under tmp_path), no target built."""
     tk = toolkit.Toolkit(tmp_path / "cuda" / "bin" / "nvcc", tmp_path / "cuda", "13.0", "CUDA_HOME")
     tools = build.Tools(tk, "/usr/bin/cmake", "/usr/bin/ninja", "/pybind11", None)
     monkeypatch.setattr(build.Tools, "find", staticmethod(lambda opts, echo=print: tools))
     monkeypatch.setattr(build, "check_arches", lambda targets, tk: None)
     monkeypatch.setattr(build, "_target_lock", lambda path, echo: contextlib.nullcontext())
     monkeypatch.setattr(build, "_build_one", lambda *a: None)
+
+
+def test_a_build_warns_about_a_hash_in_the_folders_its_dependency_files_name(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "a#b" / "proj"
+    _no_build(tmp_path, monkeypatch)
     lines: list[str] = []
     build.build_targets(_opts(root), [SimpleNamespace(name="hopper", arch="sm_90a")], echo=lines.append)  # type: ignore[list-item]
     warned = [line for line in lines if line.startswith("kernelgen: warning:")]
@@ -107,12 +112,7 @@ def test_a_build_warns_about_a_hash_in_an_include_folder_outside_the_project(tmp
     catalog = load_catalog(root)
     found = build.check_include_dirs(catalog, root, list(catalog.targets))
     assert headers in found and root / "specs" in found and all(d.is_absolute() for d in found)
-    tk = toolkit.Toolkit(tmp_path / "cuda" / "bin" / "nvcc", tmp_path / "cuda", "13.0", "CUDA_HOME")
-    tools = build.Tools(tk, "/usr/bin/cmake", "/usr/bin/ninja", "/pybind11", None)
-    monkeypatch.setattr(build.Tools, "find", staticmethod(lambda opts, echo=print: tools))
-    monkeypatch.setattr(build, "check_arches", lambda targets, tk: None)
-    monkeypatch.setattr(build, "_target_lock", lambda path, echo: contextlib.nullcontext())
-    monkeypatch.setattr(build, "_build_one", lambda *a: None)
+    _no_build(tmp_path, monkeypatch)
     lines: list[str] = []
     opts = _opts(root)
     opts.include_dirs = found
