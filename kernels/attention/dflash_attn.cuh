@@ -37,47 +37,45 @@
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
 // key is written as zeros.
 //
-// Chunks: a CTA's span is the keys some row of its row block can see (masks above), from the
-// first 32-key tile holding one of them: keys [B, E) with B = TILE * floor(lo / TILE), lo the
-// window's first visible key for the block's first row (0 without a window) and E = kv_len
-// (causal: at most the block's last position + 1). The span is cut into chunks of
-// C = chunk_keys(E - B) keys, at most MAX_CHUNKS of them: bf16, SPLIT_KEYS doubled while more
-// would be needed (128 up to 5120 keys, 256 up to 10240, ...); fp8, the fewest whole 32-key
-// tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832 at 32768): a function of kv_len, the
-// masks and the row block's positions alone, the same in every kernel. A sliding window of 2048
-// keys is cut into 128-key chunks whatever kv_len (chunks from key 0 left most splits without a
-// visible key and gave the others up to 26 tiles each at kv_len 32768; H100, split kernel, 16
-// query rows, hq 32, hkv 8, window 2048, chunks from key 0 -> from the span: kv_len 8208 bf16
-// 19.5 -> 16.2 us, fp8 20.4 -> 17.1; 32784 bf16 41.6 -> 15.2, fp8 43.0 -> 16.2; without a
-// window the same bits and times). Each chunk gets its own
-// online-softmax state, and the chunks' states are folded in chunk order with merge_weights /
-// lin2. Measured for the bf16
-// cache and not taken (H200, 16 query rows, hq 32, hkv 8, A/B/A in one run, split kernel us at
-// kv_len 8208 / 16384 / 32768, shipped 22.9 / 30.8 / 46.8): the fp8 rule (up to 40 chunks of whole
-// tiles) 22.9 / 32.1 / 48.6; the same with at most 24 chunks, 23.8 / 34.9 / 55.7.
+// Chunks: a CTA's span is the keys some row of its row block can see (masks above), from the first
+// 32-key tile holding one of them: keys [B, E) with B = TILE * floor(lo / TILE), lo the window's
+// first visible key for the block's first row (0 without a window) and E = kv_len (causal: at most
+// the block's last position + 1). The span is cut into chunks of C = chunk_keys(E - B) keys, at
+// most MAX_CHUNKS of them: bf16, SPLIT_KEYS doubled while more would be needed (128 up to 5120
+// keys, 256 up to 10240, ...); fp8, the fewest whole 32-key tiles, at least SPLIT_KEYS (128 up to
+// 5120 keys, 832 at 32768): a function of kv_len, the masks and the row block's positions alone,
+// the same in every kernel. A sliding window of 2048 keys is cut into 128-key chunks whatever
+// kv_len (chunks from key 0 left most splits without a visible key and gave the others up to 26
+// tiles each at kv_len 32768; H100, split kernel, 16 query rows, hq 32, hkv 8, window 2048, chunks
+// from key 0 -> from the span: kv_len 8208 bf16 19.5 -> 16.2 us, fp8 20.4 -> 17.1; 32784 bf16 41.6
+// -> 15.2, fp8 43.0 -> 16.2; without a window the same bits and times). Each chunk gets its own
+// online-softmax state, and the chunks' states are folded in chunk order with merge_weights / lin2.
+// Measured for the bf16 cache and not taken (H200, 16 query rows, hq 32, hkv 8, A/B/A in one run,
+// split kernel us at kv_len 8208 / 16384 / 32768, shipped 22.9 / 30.8 / 46.8): the fp8 rule (up to
+// 40 chunks of whole tiles) 22.9 / 32.1 / 48.6; the same with at most 24 chunks, 23.8 / 34.9 /
+// 55.7.
 //
 // Split-KV: split s covers chunk s, keys [B + s * C, B + (s + 1) * C); the split kernels run in
-// clusters of CLUSTER CTAs along x; the first nsplit = ceil((E - B) / (C * CLUSTER)) * CLUSTER CTAs (at
-// least one cluster, at most MAX_GROUPS) work, the grid's further clusters (it is sized for
-// SPLIT_KEYS-key splits, from kv_len or, for the indirect kernels, from max_kv_len) return at
-// once. Each working CTA sends its partial state (per row: raw max m, sum l, unnormalised
-// accumulator) through distributed shared memory to the CTAs that fold it: row slice j (rows
-// 8j .. 8j + 7) to cluster rank j, which after the cluster barrier folds the cluster's states of
-// its slice in split order from its own shared memory (a state with m = -inf for a row is
-// skipped for that row). With one cluster (E - B <= CLUSTER * C) that is the output. Otherwise
-// it is the cluster's group state: it goes to the workspace, CTA rank j bumps the i32 counter of
-// row slice j of its (kv head, m-block) with atomicInc (which takes it back to zero on the last
-// arrival: the counters are zero before the first launch and after every launch), and the CTA
-// that arrives last folds that slice of the group states in cluster order with the same
-// arithmetic. The result does not depend on which CTA finishes last, and CLUSTER CTAs share each
-// fold. Splits without any visible key send only m = -inf, so the rounding to whole clusters
-// gives the same bits.
-// The unsplit kernels run the same chunks one after the other and fold them in chunk order with
-// the same arithmetic (running accumulator in shared memory, TOTALS_BYTES past the tile
-// buffers): up to CLUSTER chunks (one group) split and unsplit outputs are identical bits; beyond,
-// the split kernels' two-level fold rounds differently (a few f32 ulp before the bf16 output).
-// The indirect kernels equal the direct ones bit for bit: whenever the two chains can pick
-// different members (kv_len < 512, where the split members begin), the keys fit one group.
+// clusters of CLUSTER CTAs along x; the first nsplit = ceil((E - B) / (C * CLUSTER)) * CLUSTER CTAs
+// (at least one cluster, at most MAX_GROUPS) work, the grid's further clusters (it is sized for
+// SPLIT_KEYS-key splits, from kv_len or, for the indirect kernels, from max_kv_len) return at once.
+// Each working CTA sends its partial state (per row: raw max m, sum l, unnormalised accumulator)
+// through distributed shared memory to the CTAs that fold it: row slice j (rows 8j .. 8j + 7) to
+// cluster rank j, which after the cluster barrier folds the cluster's states of its slice in split
+// order from its own shared memory (a state with m = -inf for a row is skipped for that row). With
+// one cluster (E - B <= CLUSTER * C) that is the output. Otherwise it is the cluster's group state:
+// it goes to the workspace, CTA rank j bumps the i32 counter of row slice j of its (kv head,
+// m-block) with atomicInc (which takes it back to zero on the last arrival: the counters are zero
+// before the first launch and after every launch), and the CTA that arrives last folds that slice
+// of the group states in cluster order with the same arithmetic. The result does not depend on
+// which CTA finishes last, and CLUSTER CTAs share each fold. Splits without any visible key send
+// only m = -inf, so the rounding to whole clusters gives the same bits. The unsplit kernels run the
+// same chunks one after the other and fold them in chunk order with the same arithmetic (running
+// accumulator in shared memory, TOTALS_BYTES past the tile buffers): up to CLUSTER chunks (one
+// group) split and unsplit outputs are identical bits; beyond, the split kernels' two-level fold
+// rounds differently (a few f32 ulp before the bf16 output). The indirect kernels equal the direct
+// ones bit for bit: whenever the two chains can pick different members (kv_len < 512, where the
+// split members begin), the keys fit one group.
 //
 // Floating-point operations outside the mma instructions use explicit rounding intrinsics so
 // the direct and indirect kernels (same template) produce identical bits.
