@@ -157,8 +157,9 @@ def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) 
             if problem:
                 raise SpecError(loc, f"{field_path}.include_dirs", f"include folder {d} {problem}",
                                 "move (or copy) the headers to a folder whose path has none of these characters")
-            if Path(os.path.abspath(path)) not in found:
-                found.append(Path(os.path.abspath(path)))
+            full = Path(os.path.abspath(path))
+            if full not in found:
+                found.append(full)
     return found
 
 

@@ -90,10 +90,12 @@ inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kSca
 // A scalar of plan(): a scalar argument, or a host integer the launcher reads from a struct (kDerived).
 inline bool plan_scalar(const ArgSpec& a) { return a.kind == kScalar || a.kind == kDerived; }
 
-// An integer (or bool) scalar that no plan expression reads (grid, block, shared memory, clauses,
-// array sizes): plan() may leave it out. Scalars carry this in ArgSpec::nullable, which pointers
-// use for null.
-inline bool plan_optional(const ArgSpec& a) { return a.kind == kScalar && a.nullable != 0; }
+// A scalar that no plan expression reads (grid, block, shared memory, clauses, array sizes):
+// plan() may leave it out. A float never is read; an integer (or bool) carries this in
+// ArgSpec::nullable, which pointers use for null.
+inline bool plan_optional(const ArgSpec& a) {
+  return a.kind == kScalar && (a.nullable != 0 || kScalars[a.type].kind == kFloat);
+}
 
 // Scalars (py_scalars.cpp): range-checked integers and real numbers. Returns 0, or -1 with
 // an error set.

@@ -101,7 +101,7 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
     const ArgSpec& a = s->args[i];
     // plan() needs the integer arguments its expressions read; the others may be left out. A call
     // reads the derived ones from their structs.
-    const bool needed = ints_only ? (plan_scalar(a) && !is_float_scalar(a) && !plan_optional(a)) : a.kind != kDerived;
+    const bool needed = ints_only ? (plan_scalar(a) && !plan_optional(a)) : a.kind != kDerived;
     if (needed && slots[i] == nullptr) {
       PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
                    a.name);
@@ -600,7 +600,7 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
                    a.name);
       return nullptr;
     }
-    if ((plan_optional(a) || is_float_scalar(a)) && slots[i] == Py_None) continue;  // None: left out
+    if (plan_optional(a) && slots[i] == Py_None) continue;  // unused by the plan: None is leaving it out
     if (is_float_scalar(a)) {
       // No plan reads a float: checked as a launch checks it, then left out.
       Value unused_value;
@@ -710,10 +710,9 @@ std::string plan_doc(const LauncherSpec* s) {
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
     if (!plan_scalar(a)) continue;
-    const bool optional = plan_optional(a) || is_float_scalar(a);
-    params += std::string(", ") + a.name + (optional ? "=None" : "");
+    params += std::string(", ") + a.name + (plan_optional(a) ? "=None" : "");
     listed += std::string(listed.empty() ? "" : "; ") + a.name + " (" + kScalars[a.type].name +
-              (optional ? ", not used by the plan: may be left out)" : ")");
+              (plan_optional(a) ? ", not used by the plan: may be left out)" : ")");
   }
   for (int32_t k = 0; k < s->nkeys; ++k) {
     params += std::string(", ") + s->keys[k].name + "=None";
