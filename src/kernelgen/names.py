@@ -79,6 +79,17 @@ def module_header(module: str, suffix: str = "") -> str:
     return f"{current().header_dir}/{module}{suffix}.h"
 
 
+def contract_test(module: str, target: str) -> str:
+    """A module's contract tests, in generated/<target>/: ``tests/test_<module>_<target>_contract.py``,
+    with ``<package>_`` before the module in a project with a package of its own. pytest's default
+    import mode needs every collected test file's basename to be unique: the target keeps one
+    project's targets apart, the package two projects' modules of one name (two projects with the
+    default package cannot be imported in one process anyway)."""
+    pkg = current().package
+    prefix = "" if pkg == DEFAULT.package else f"{pkg}_"
+    return f"tests/test_{prefix}{module}_{target}_contract.py"
+
+
 def cpp_namespace(module: str) -> str:
     return f"{current().namespace}::{module}"
 

@@ -96,9 +96,9 @@ def test_two_modules_generating_one_file_are_refused_at_load(tmp_path: Path,
 
 def test_two_contract_test_files_of_one_name_are_refused_at_load(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    # module a_b on target c and module a on target b_c: both test_a_b_c_contract.py
+    # module a_b on target c and module a on target b_c: both test_pathops_a_b_c_contract.py (package pathops)
     root = _project(tmp_path, ["a", "a_b"], capsys, targets={"hopper": "b_c", "gb10": "c"})
-    _refused_everywhere(root, capsys, "both have the contract test file test_a_b_c_contract.py", "specs/a_b.yaml")
+    _refused_everywhere(root, capsys, "both have the contract test file test_pathops_a_b_c_contract.py", "specs/a_b.yaml")
 
 
 def test_a_namespace_of_its_own_keeps_module_headers_apart(tmp_path: Path,

@@ -54,7 +54,7 @@ def test_one_setting_names_package_namespace_prefix_and_library(tmp_path: Path) 
     cmake = files["generated/hopper/CMakeLists.txt"]
     assert "set(kg_lib myops_hopper)" in cmake and "OUTPUT_NAME myops_hopper_" in cmake and 'KERNELGEN_PACKAGE="myops"' in cmake
     assert "from myops import Outcome" in files["generated/hopper/python/fixture_ops.pyi"]
-    test = files["generated/hopper/tests/test_fixture_ops_hopper_contract.py"]
+    test = files["generated/hopper/tests/test_myops_fixture_ops_hopper_contract.py"]
     assert 'package="myops"' in test and "\nimport myops  #" in test and "kernelgen_ops" not in test
     assert 'name = "myops_hopper"' in files["generated/hopper/rust/Cargo.toml"]
     # every generated file: no kernelgen_ops package and no kg_ C ABI function of the module
@@ -126,7 +126,7 @@ def test_init_scaffolds_a_project_that_lists_and_generates(tmp_path: Path, capsy
     catalog = load_catalog(folder)
     assert catalog.naming.package == "newops" and [t.name for t in catalog.targets] == ["ampere", "hopper"]
     assert main(["--root", str(folder), "generate"]) == 0
-    assert (folder / "generated" / "ampere" / "tests" / "test_scale_ampere_contract.py").is_file()
+    assert (folder / "generated" / "ampere" / "tests" / "test_newops_scale_ampere_contract.py").is_file()
     assert "KERNELGEN_TARGETS" in (folder / "CMakeLists.txt").read_text()
     assert "wheel.packages = []" in (folder / "pyproject.toml").read_text()
     # a second init refuses to overwrite

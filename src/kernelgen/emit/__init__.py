@@ -100,7 +100,7 @@ def module_paths(module: str, target: str) -> tuple[str, ...]:
     as the emitters name them (tests/unit/test_generated_paths.py keeps the two in step)."""
     return (f"src/{module}.cu", f"include/{names.module_header(module)}",
             f"include/{names.module_header(module, '_c')}", f"python/{module}.cpp", f"python/{module}.pyi",
-            f"tests/test_{module}_{target}_contract.py", *rust.module_paths(module))
+            names.contract_test(module, target), *rust.module_paths(module))
 
 
 def check_paths(catalog: Catalog) -> None:
@@ -134,7 +134,7 @@ def _check_paths(catalog: Catalog) -> None:
                                     f"({owner[f'include/{s}']}), which comes first on the launchers' include path: "
                                     "they would include it instead of the source", "move or rename the source")
         for m in catalog.modules:
-            test = f"tests/test_{m.name}_{t.name}_contract.py"
+            test = names.contract_test(m.name, t.name)
             prev_test = tests.setdefault(test, (t.name, m))
             if prev_test[0] != t.name:
                 raise SpecError(m.loc, "module", f"module '{m.name}' on target {t.name} and module "

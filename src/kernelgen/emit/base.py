@@ -180,7 +180,7 @@ _OUTPUTS: dict[str, Callable[[str, str], str]] = {
     "api_c.h": lambda m, t: f"include/{names.module_header(m, '_c')}",
     "binding.cpp": lambda m, t: f"python/{m}.cpp",
     "stub.pyi": lambda m, t: f"python/{m}.pyi",
-    "test_contract.py": lambda m, t: f"tests/test_{m}_{t}_contract.py",
+    "test_contract.py": names.contract_test,
     "rust/module.rs": lambda m, t: _rust_paths(m)[0],
     "rust/contract.rs": lambda m, t: _rust_paths(m)[1],
     "CMakeLists.txt": lambda m, t: "CMakeLists.txt",

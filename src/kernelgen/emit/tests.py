@@ -1,10 +1,12 @@
 """The generated contract tests: the only place that spells the tests' Python (expected
 plans as kernelgen.plan.expect evaluators, the argument sweeps, the clause flips).
 
-Files per module: ``tests/test_<module>_<target>_contract.py``. The target is in the name
-because pytest's default import mode imports a test file by its basename: with one name for
-every target, ``pytest generated/`` would stop at the second target's file ("import file
-mismatch"). :func:`test_file` is the one place that spells it.
+Files per module: ``tests/test_<module>_<target>_contract.py`` (``test_<package>_<module>_...``
+in a project with a package of its own). The target and the package are in the name because
+pytest's default import mode imports a test file by its basename: with one name for every
+target, ``pytest generated/`` would stop at the second target's file ("import file mismatch"),
+and with one name for every project, a run over two projects' tests at their first module of a
+common name. :func:`kernelgen.names.contract_test` is the one place that spells it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import functools
 import hashlib
 import json
 
-from kernelgen import expr, plan, types
+from kernelgen import expr, names, plan, types
 from kernelgen.emit.base import ModuleView, View, render, stamp
 from kernelgen.emit.python import struct_zero
 from kernelgen.escape import comment_text
@@ -297,11 +299,6 @@ def plan_digest(lm: LModule) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
-def test_file(module: str, target: str) -> str:
-    """The contract tests' path in ``generated/<target>/``: a basename unique across targets."""
-    return f"tests/test_{module}_{target}_contract.py"
-
-
 def render_module(lm: LModule) -> dict[str, str]:
     ctx = {
         "m": ContractModule(lm, ContractKernel, ContractChain),
@@ -309,4 +306,4 @@ def render_module(lm: LModule) -> dict[str, str]:
         "no_instance_code": code(NL_NO_INSTANCE),
         "plan_digest": plan_digest(lm),
     }
-    return {test_file(lm.name, lm.target.name): render("test_contract.py.j2", ctx)}
+    return {names.contract_test(lm.name, lm.target.name): render("test_contract.py.j2", ctx)}
