@@ -278,15 +278,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"kernelgen: created {count(len(written), 'file')} in {folder}:")
     for p in written:
         print(f"  {p}")
-    kept = [p for p in scaffold.init_files() if p not in written and p != ".gitignore" and (folder / p).exists()]
+    kept = [p for p in scaffold.init_files(args.package)
+            if p not in written and p != ".gitignore" and (folder / p).exists()]
     if args.keep_existing and kept:
         print("kernelgen: kept the project's own:")
         for p in kept:
             hint = scaffold.KEPT_HINTS.get(p)
             print(f"  {p}" + (f": {hint}" if hint else ""))
-    own = scaffold.example_kept(folder) if args.keep_existing else []
-    if own and len(own) < len(scaffold.EXAMPLE_FILES):
-        print(f"kernelgen: did not write the example kernel ({', '.join(scaffold.EXAMPLE_FILES)}): the project "
+    own = scaffold.example_kept(folder, args.package) if args.keep_existing else []
+    example = scaffold.example_files(args.package)
+    if own and len(own) < len(example):
+        print(f"kernelgen: did not write the example kernel ({', '.join(example)}): the project "
               f"has its own {', '.join(own)}, and the example's spec and test belong with its source")
     cd = shlex.quote(str(folder))
     if scaffold.has_module_specs(folder):

@@ -336,11 +336,14 @@ from @PKG@ import <module>       # a module of specs/; the build for this GPU (K
 ```
 """
 
-# The example kernel: its source, spec and test are one unit, written together or not at all.
-EXAMPLE_FILES = ("kernels/scale.cu", "specs/scale.yaml", "tests/test_scale.py")
+def example_files(package: str) -> tuple[str, str, str]:
+    """The example kernel's files: its source, spec and test are one unit, written together or not
+    at all. The test's name carries the package, as the generated contract tests' do, so that two
+    projects' tests collect in one pytest run (pytest's default import mode needs unique basenames)."""
+    return ("kernels/scale.cu", "specs/scale.yaml", f"tests/test_{package}_scale.py")
 
 
-def _files(targets: list[str], example: bool = True) -> dict[str, str]:
+def _files(targets: list[str], package: str, example: bool = True) -> dict[str, str]:
     """A new project's files (path -> text, with @PKG@, @KILL@ and @DIST@ to fill in); without the
     example kernel's unless ``example``."""
     files = {
@@ -348,20 +351,20 @@ def _files(targets: list[str], example: bool = True) -> dict[str, str]:
         "specs/targets.yaml": targets_yaml(targets),
         "specs/scale.yaml": _SPEC,
         "kernels/scale.cu": _KERNEL,
-        "tests/test_scale.py": _TEST,
+        example_files(package)[2]: _TEST,
         "pyproject.toml": _PYPROJECT,
         "CMakeLists.txt": _CMAKE,
         ".gitignore": _GITIGNORE,
         "README.md": _README.replace("@USAGE@", _USAGE if example else _USAGE_OWN),
         "templates/.gitkeep": "",
     }
-    return {p: t for p, t in files.items() if example or p not in EXAMPLE_FILES}
+    return {p: t for p, t in files.items() if example or p not in example_files(package)}
 
 
-def example_kept(folder: Path) -> list[str]:
+def example_kept(folder: Path, package: str) -> list[str]:
     """The example kernel's files that ``folder`` already has: where there is one, ``init
     --keep-existing`` writes none of the example's."""
-    return [p for p in EXAMPLE_FILES if (folder / p).exists() or (folder / p).is_symlink()]
+    return [p for p in example_files(package) if (folder / p).exists() or (folder / p).is_symlink()]
 
 
 def has_module_specs(folder: Path) -> bool:
@@ -371,9 +374,9 @@ def has_module_specs(folder: Path) -> bool:
                                   for p in specs.iterdir())
 
 
-def init_files() -> list[str]:
-    """The paths ``init`` writes, relative to the project folder."""
-    return list(_files(list(DEFAULT_TARGETS)))
+def init_files(package: str) -> list[str]:
+    """The paths ``init`` writes for ``package``, relative to the project folder."""
+    return list(_files(list(DEFAULT_TARGETS), package))
 
 
 def check_package(package: str) -> None:
@@ -411,14 +414,14 @@ def init(folder: Path, package: str, targets: list[str], force: bool = False,
     the latter as ``.gitignore (entries appended)``)."""
     check_package(package)
     targets = list(dict.fromkeys(targets))  # a target named twice is one entry of specs/targets.yaml
-    files = _files(targets)
+    files = _files(targets, package)
     if force and keep_existing:
         raise KernelgenError("--force and --keep-existing contradict each other: choose one")
     existing = [p for p in files if (folder / p).exists() or (folder / p).is_symlink()]
-    if keep_existing and any(p in existing for p in EXAMPLE_FILES):
+    if keep_existing and any(p in existing for p in example_files(package)):
         # A file of the example's that is the project's own (its kernels/scale.cu, say): the
         # example's spec would name a kernel its sources lack, so none of the example is written.
-        files = _files(targets, example=False)
+        files = _files(targets, package, example=False)
     if existing and not (force or keep_existing):
         raise KernelgenError(f"{folder} already has {', '.join(existing)}; use --keep-existing to add kernelgen's "
                              "files beside them (yours are left as they are), or --force to overwrite them")

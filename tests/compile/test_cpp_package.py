@@ -231,7 +231,7 @@ def second(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cpp_package_second") / "smops"
     res = run_cli("init", str(root), "--package", "smops", "--target", "ada", cwd=root.parent)
     assert res.returncode == 0, res.stdout + res.stderr
-    for example in ("specs/scale.yaml", "kernels/scale.cu", "tests/test_scale.py"):
+    for example in ("specs/scale.yaml", "kernels/scale.cu", "tests/test_smops_scale.py"):
         (root / example).unlink()
     (root / "specs" / "plain.yaml").write_text(SECOND_SPEC)
     (root / "kernels" / "plain.cu").write_text(SECOND_KERNEL)

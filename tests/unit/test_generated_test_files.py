@@ -70,38 +70,33 @@ def test_two_test_files_of_one_basename_are_refused() -> None:
         _check_test_basenames(files)
 
 
-def test_two_projects_contract_tests_collect_in_one_run(tmp_path: Path) -> None:
-    # Two projects of their own packages, each with module fixture_ops: `pytest a/generated
-    # b/generated` in pytest's default import mode needs the files' basenames to differ.
-    import shutil
-
-    from tests.conftest import FIXTURE
-
+def test_two_projects_tests_collect_in_one_run(tmp_path: Path) -> None:
+    # Two projects of their own packages from `kernelgen init`, each with module scale: `pytest
+    # alpha_ops beta_ops` in pytest's default import mode needs every test file's basename to
+    # differ, the generated contract tests' and the example's own test alike.
     stubs = tmp_path / "stubs"
-    roots = []
     for package in ("alpha_ops", "beta_ops"):
         root = tmp_path / package
-        shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
-        (root / "specs" / "project.yaml").write_text(f"package: {package}\n")
+        assert run_cli("init", str(root), "--package", package, "--target", "hopper", cwd=tmp_path).returncode == 0
         assert run_cli("generate", cwd=root).returncode == 0
-        roots.append(root)
-        for t in ("gb10", "hopper"):  # importable stand-ins (a file that skips at import hides a clash)
-            (stubs / package / t).mkdir(parents=True)
-            (stubs / package / t / "fixture_ops.py").write_text("")
-            (stubs / package / t / "__init__.py").write_text("")
-        (stubs / package / "__init__.py").write_text("")
-    names = sorted(p.name for r in roots for p in (r / "generated").glob("*/tests/*.py"))
-    assert names == [f"test_{pkg}_fixture_ops_{t}_contract.py" for pkg in ("alpha_ops", "beta_ops")
-                     for t in ("gb10", "hopper")]
+        # importable stand-ins of the built packages: a test file that skips at import hides a clash
+        (stubs / package / "hopper").mkdir(parents=True)
+        (stubs / package / "__init__.py").write_text("def available_targets():\n    return ['hopper']\n")
+        (stubs / package / "hopper" / "__init__.py").write_text("")
+        (stubs / package / "hopper" / "scale.py").write_text("")
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("*_ops/**/test_*.py"))
+    assert names == [f"{pkg}/{rel}" for pkg in ("alpha_ops", "beta_ops")
+                     for rel in (f"generated/hopper/tests/test_{pkg}_scale_hopper_contract.py", f"tests/test_{pkg}_scale.py")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KERNELGEN_", "PYTEST_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(stubs), *filter(None, [env.get("PYTHONPATH")])])
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--import-mode=prepend",
-         "alpha_ops/generated", "beta_ops/generated"],
+         "alpha_ops", "beta_ops"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]
     assert "import file mismatch" not in out and "error" not in out.lower(), out[-3000:]
-    collected = {ln.split("/tests/")[0] for ln in res.stdout.splitlines() if "::" in ln}
-    assert collected == {f"{pkg}/generated/{t}" for pkg in ("alpha_ops", "beta_ops") for t in ("gb10", "hopper")}, out[-3000:]
+    # (node ids are relative to the rootdir pytest picks: a project folder, whose pyproject.toml it reads)
+    files = {ln.split("::")[0].rsplit("/", 1)[-1] for ln in res.stdout.splitlines() if "::" in ln}
+    assert files == {n.rsplit("/", 1)[-1] for n in names}, out[-3000:]

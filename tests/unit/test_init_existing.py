@@ -11,12 +11,14 @@ import pytest
 
 from kernelgen.cli import main
 from kernelgen.loader import load_catalog
-from kernelgen.scaffold import EXAMPLE_FILES
+from kernelgen.scaffold import example_files
+
+EXAMPLE_FILES = example_files("engineops")
 
 OWN = {
     "kernels/scale.cu": "// the project's own scale kernel\n__global__ void scale_rows(float* x, int rows) {}\n",
     "specs/scale.yaml": "# the project's own spec, not yet written\n",
-    "tests/test_scale.py": "def test_mine():\n    pass\n",
+    "tests/test_engineops_scale.py": "def test_mine():\n    pass\n",
 }
 
 

@@ -98,5 +98,5 @@ def test_the_scaffolded_test_passes_with_the_kill_switch_set(tmp_path: Path) -> 
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), kill: "1"}
     env.pop("KERNELGEN_REQUIRE_BUILT", None)
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not gpu",
-                          "tests/test_scale.py"], cwd=folder, capture_output=True, text=True, env=env, timeout=300)
+                          "tests/test_fakescale_scale.py"], cwd=folder, capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0 and "1 passed" in res.stdout, res.stdout[-3000:]

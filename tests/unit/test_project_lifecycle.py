@@ -87,7 +87,7 @@ def specs_root(tmp_path: Path) -> Path:
 def test_a_module_the_specs_no_longer_have_is_named_with_theirs(specs_root: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     (specs_root / "specs" / "scale.yaml").rename(specs_root / "specs" / "scaler.yaml")
-    test = str(specs_root / "tests" / "test_scale.py")
+    test = str(specs_root / "tests" / "test_specops_xyz_scale.py")
     assert testing.not_built_reason("specops_xyz", "hopper", "scale", specs_root, test) == (
         f"the project has no module 'scale' (its modules: scaler; specs/ in {specs_root}); change the test's module")
     assert testing.not_built_reason("specops_xyz", "ampere", "scaler", specs_root, test) == (
@@ -107,7 +107,7 @@ def test_a_module_the_specs_no_longer_have_is_named_with_theirs(specs_root: Path
 def test_a_package_the_specs_no_longer_name_is_named_with_theirs(specs_root: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     (specs_root / "specs" / "project.yaml").write_text("package: newops_xyz\n")
-    test = str(specs_root / "tests" / "test_scale.py")
+    test = str(specs_root / "tests" / "test_specops_xyz_scale.py")
     want = (f"the project's package is now newops_xyz, not specops_xyz (specs/project.yaml in {specs_root}); change "
             "specops_xyz to newops_xyz in the test")
     assert testing.not_built_reason("specops_xyz", root=specs_root, test_file=test) == want

@@ -119,7 +119,7 @@ def test_init_scaffolds_a_project_that_lists_and_generates(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert "next: cd" in out and "kernelgen build && pytest" in out
     for rel in ("specs/project.yaml", "specs/targets.yaml", "specs/scale.yaml", "kernels/scale.cu",
-                "tests/test_scale.py", "pyproject.toml", "CMakeLists.txt", ".gitignore", "README.md"):
+                "tests/test_newops_scale.py", "pyproject.toml", "CMakeLists.txt", ".gitignore", "README.md"):
         assert (folder / rel).is_file(), rel
     targets = (folder / "specs" / "targets.yaml").read_text()
     assert "ampere:\n  arch: sm_80" in targets and "# what nvcc compiles for" in targets
