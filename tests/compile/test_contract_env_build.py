@@ -55,7 +55,7 @@ def test_contract_tests_pass_under_the_kill_switch_and_leave_it_in_force(built: 
                KERNELGEN_REQUIRE_BUILT="1")
     if switch:
         env[SWITCH] = switch
-    contract = f"generated/{TARGET}/tests/test_scale_{TARGET}_contract.py"
+    contract = f"generated/{TARGET}/tests/test_{PACKAGE}_scale_{TARGET}_contract.py"
     text = (built / contract).read_text()
     assert "def test_scale_f32_sizes_match_spec" in text and "def test_scale_f32_too_small_arrays_are_refused" in text
     res = subprocess.run(

@@ -103,6 +103,7 @@ def test_a_failed_configure_names_an_overridden_cmake_template(tmp_path: Path) -
     ("python/axpy.cpp", "binding.cpp.j2"),
     ("python/axpy.pyi", "stub.pyi.j2"),
     ("tests/test_axpy_hopper_contract.py", "test_contract.py.j2"),
+    ("tests/test_myops_axpy_hopper_contract.py", "test_contract.py.j2"),  # a project's own package
     ("rust/src/axpy.rs", "rust/module.rs.j2"),
     ("rust/tests/axpy.rs", "rust/contract.rs.j2"),
     ("CMakeLists.txt", "CMakeLists.txt.j2"),

@@ -212,18 +212,21 @@ def output_template(path: str, modules: Sequence[str] | None = None) -> str | No
     for stem in sorted(set(_OUTPUTS) - set(_MODULE_OUTPUTS)):
         if _OUTPUTS[stem]("", "") == path:
             return f"{stem}.j2"
-    module, folder, target = "\x00", "\x01", "\x02"
-    with names.using(names.Naming("x", namespace=folder)):
-        patterns = {stem: _OUTPUTS[stem](module, target) for stem in _MODULE_OUTPUTS}
+    module, folder, target, package = "\x00", "\x01", "\x02", "\x03"
+    with names.using(names.Naming(package, namespace=folder)):
+        # a package's place in a name, with the '_' after it: the file names of kernelgen's own
+        # package leave it out (names.contract_test)
+        patterns = {stem: _OUTPUTS[stem](module, target).replace(package + "_", package) for stem in _MODULE_OUTPUTS}
     holes = {
         module: "(?:" + "|".join(re.escape(m) for m in sorted(modules, key=len, reverse=True)) + ")"
         if modules is not None else "[A-Za-z_][A-Za-z0-9_]*",
         folder: "[A-Za-z0-9_/]+",
         target: "[A-Za-z0-9_]+",
+        package: "(?:[A-Za-z_][A-Za-z0-9_]*_)?",
     }
     # the longest fixed text first: ``include/<dir>/<m>_c.h`` is the C header of <m>, not the C++ one of <m>_c
     for stem, spelled in sorted(patterns.items(), key=lambda kv: -len(kv[1])):
-        regex = "".join(holes.get(part, re.escape(part)) for part in re.split("([\x00-\x02])", spelled))
+        regex = "".join(holes.get(part, re.escape(part)) for part in re.split("([\x00-\x03])", spelled))
         if (modules is None or modules) and re.fullmatch(regex, path):
             return f"{stem}.j2"
     return None
