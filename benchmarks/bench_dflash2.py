@@ -10,7 +10,9 @@
 - dflash2_topk16 at 16 x 151936, f32 and bf16 logits (the drafter's lm_head writes bf16):
   microseconds per launch, beside torch.topk on the same logits: cold logits, and logits the
   L2 holds (in the drafter's step the lm_head has just written them). The kernel needs no
-  zeroed counter, so one launch is all there is to time.
+  zeroed counter, so one launch is all there is to time. Also the mean of back-to-back
+  launches over the cold logits (with programmatic dependent launch, as the launcher does, and
+  without), beside torch.topk timed the same way.
 - dflash2_selector_walk at B = 1, S = 16, rank 256, vocab 151936: microseconds per launch.
 Device times are taken with the GPU kept busy while the launch is queued (torch.cuda._sleep),
 so the host's call cost stays out; the per-call time of a plain Python call loop (host cost
@@ -26,7 +28,7 @@ import json
 import time
 
 import torch
-from cuda_timing import cold_copies, copy_gb_s, launched, median_ms
+from cuda_timing import back_to_back_ms, cold_copies, copy_gb_s, launched, median_ms, without_pdl
 from kernelgen_ops import dflash2
 
 DEV = "cuda"
@@ -87,6 +89,10 @@ def bench_topk(rows=16, vocab=151936, dtype=F32):
 
     ms = median_ms(kern, sets, sleep_cycles=SLEEP)
     tms = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), sets, sleep_cycles=SLEEP)
+    b2b = back_to_back_ms(kern, sets)
+    with without_pdl():
+        b2b_plain = back_to_back_ms(kern, sets)
+    tb2b = back_to_back_ms(lambda lg: torch.topk(lg, TOP, dim=-1), sets)
     warm = sets[:1]
     ms_l2 = median_ms(kern, warm, sleep_cycles=SLEEP)
     tms_l2 = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), warm, sleep_cycles=SLEEP)
@@ -99,6 +105,9 @@ def bench_topk(rows=16, vocab=151936, dtype=F32):
         "torch_topk_us": tms * 1e3,
         "us_l2": ms_l2 * 1e3,
         "torch_topk_us_l2": tms_l2 * 1e3,
+        "us_b2b": b2b * 1e3,
+        "us_b2b_no_pdl": b2b_plain * 1e3,
+        "torch_topk_us_b2b": tb2b * 1e3,
         "host_loop_us": host_us_per_call(lambda: kern(lg)),
         "torch_topk_host_loop_us": host_us_per_call(lambda: torch.topk(lg, TOP, dim=-1)),
     }
@@ -161,6 +170,8 @@ def main():
         print(
             f"dflash2_topk16 {t['rows']} x {t['vocab']} {t['dtype']}: {t['us']:.2f} us/launch cold, "
             f"{t['us_l2']:.2f} from the L2 (torch.topk {t['torch_topk_us']:.2f} / {t['torch_topk_us_l2']:.2f} us); "
+            f"back to back {t['us_b2b']:.2f} us/launch, {t['us_b2b_no_pdl']:.2f} without PDL "
+            f"(torch.topk {t['torch_topk_us_b2b']:.2f}); "
             f"host loop {t['host_loop_us']:.2f} us/call "
             f"(torch.topk {t['torch_topk_host_loop_us']:.2f})"
         )

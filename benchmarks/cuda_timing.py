@@ -44,6 +44,29 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
+def back_to_back_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), launches: int = 64,
+                    rounds: int = 15, warmup: int = 5) -> float:
+    """Median over ``rounds`` of the mean CUDA-event time (ms) of ``launches`` back-to-back runs of
+    fn(*sets[i % len(sets)]) between two events (the queue kept full: each launch's ramp and tail
+    overlap its neighbours' as far as the stream lets them, and the host's cost stays out as long
+    as the host queues launches faster than the GPU runs them)."""
+    for i in range(warmup):
+        fn(*sets[i % len(sets)])
+    torch.cuda.synchronize()
+    times, i = [], 0
+    for _ in range(rounds):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(launches):
+            fn(*sets[i % len(sets)])
+            i += 1
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / launches)
+    return statistics.median(times)
+
+
 @contextlib.contextmanager
 def without_pdl() -> Iterator[None]:
     """Launchers of programmatic-dependent kernels launch them plainly (KERNELGEN_NO_PDL) inside

@@ -142,7 +142,8 @@ def dflash2_md(d: dict) -> list[str]:
         f"Device: {d['device']}; copy measured in the same run: {d['copy_gb_s'] / 1000:.2f} TB/s. Device time per "
         "launch: the median CUDA-event time of single launches, each queued behind a GPU sleep so that the host's "
         "launch cost stays out, over inputs rotated so that they come cold from memory (but the rows marked 'logits "
-        "in the L2': inputs the L2 holds, as the drafter's lm_head leaves them). '% of same-size copy' "
+        "in the L2': inputs the L2 holds, as the drafter's lm_head leaves them; 'back to back': the mean of 64 "
+        "launches queued back to back between two events, median over rounds). '% of same-size copy' "
         "divides by a copy of the kernel's own byte count timed the same way.",
         "",
         "| dflash2_conv2 rows x hidden | MB moved | us | GB/s | % of copy | % of same-size copy |",
@@ -162,6 +163,11 @@ def dflash2_md(d: dict) -> list[str]:
             if us in t:
                 lines.append(f"| dflash2_topk16 ({t['dtype']}), {label} | {t['rows']} x {t['vocab']} | {t[us]:.1f} | "
                              f"torch.topk {t[ref]:.1f} |")
+    for t in topks:
+        if "us_b2b" in t:
+            lines.append(f"| dflash2_topk16 ({t['dtype']}), cold, back to back | {t['rows']} x {t['vocab']} | "
+                         f"{t['us_b2b']:.1f} ({t['us_b2b_no_pdl']:.1f} without PDL) | "
+                         f"torch.topk {t['torch_topk_us_b2b']:.1f} |")
     lines += [f"| dflash2_selector_walk | batch {wk['batch']}, {wk['slots']} slots, rank {wk['rank']} | "
               f"{wk['us']:.1f} | - |", ""]
     return lines
