@@ -195,7 +195,7 @@ def test_yaml_language_server_modeline_is_a_comment(tmp_path: Path) -> None:
 def _scaffold_project_yaml() -> str:
     from kernelgen import scaffold
 
-    return scaffold._files(["hopper"])["specs/project.yaml"].replace("@PKG@", "newops")
+    return scaffold._files(["hopper"], "newops")["specs/project.yaml"].replace("@PKG@", "newops")
 
 
 @pytest.mark.parametrize("path", PROJECT_FILES, ids=[p.relative_to(REPO).as_posix() for p in PROJECT_FILES])
