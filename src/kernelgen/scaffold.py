@@ -336,6 +336,7 @@ from @PKG@ import <module>       # a module of specs/; the build for this GPU (K
 ```
 """
 
+
 def example_files(package: str) -> tuple[str, str, str]:
     """The example kernel's files: its source, spec and test are one unit, written together or not
     at all. The test's name carries the package, as the generated contract tests' do, so that two
