@@ -45,16 +45,19 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
 
 
 def back_to_back_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), launches: int = 64,
-                    rounds: int = 15, warmup: int = 5) -> float:
+                    rounds: int = 15, warmup: int = 5, sleep_cycles: int = 20_000_000) -> float:
     """Median over ``rounds`` of the mean CUDA-event time (ms) of ``launches`` back-to-back runs of
-    fn(*sets[i % len(sets)]) between two events (the queue kept full: each launch's ramp and tail
-    overlap its neighbours' as far as the stream lets them, and the host's cost stays out as long
-    as the host queues launches faster than the GPU runs them)."""
+    fn(*sets[i % len(sets)]) between two events: each launch's ramp and tail overlap its
+    neighbours' as far as the stream lets them. A torch.cuda._sleep of ``sleep_cycles`` (about
+    10 ms) is queued before each round's first event, so that the host queues the round's launches
+    while the GPU waits and the host's cost per call stays out even where it exceeds the launch's
+    device time."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
     times, i = [], 0
     for _ in range(rounds):
+        torch.cuda._sleep(sleep_cycles)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
