@@ -347,19 +347,21 @@ def example_files(package: str) -> tuple[str, str, str]:
 def _files(targets: list[str], package: str, example: bool = True) -> dict[str, str]:
     """A new project's files (path -> text, with @PKG@, @KILL@ and @DIST@ to fill in); without the
     example kernel's unless ``example``."""
+    unit = example_files(package)
+    source, spec, test = unit
     files = {
         "specs/project.yaml": _PROJECT_YAML,
         "specs/targets.yaml": targets_yaml(targets),
-        "specs/scale.yaml": _SPEC,
-        "kernels/scale.cu": _KERNEL,
-        example_files(package)[2]: _TEST,
+        spec: _SPEC,
+        source: _KERNEL,
+        test: _TEST,
         "pyproject.toml": _PYPROJECT,
         "CMakeLists.txt": _CMAKE,
         ".gitignore": _GITIGNORE,
         "README.md": _README.replace("@USAGE@", _USAGE if example else _USAGE_OWN),
         "templates/.gitkeep": "",
     }
-    return {p: t for p, t in files.items() if example or p not in example_files(package)}
+    return {p: t for p, t in files.items() if example or p not in unit}
 
 
 def example_kept(folder: Path, package: str) -> list[str]:

@@ -16,10 +16,10 @@ from kernelgen.errors import GenerationError
 from tests.conftest import run_cli
 
 
-def _stub_builds(root: Path, targets: list[str], module: str) -> Path:
+def _stub_builds(root: Path, targets: list[str], module: str, package: str = "kernelgen_ops") -> Path:
     """Empty stand-ins for the built modules, so the test files import (instead of skipping at
     import, which would hide a clash of module names) without building anything."""
-    ops = root / "stub_ops" / "kernelgen_ops"
+    ops = root / "stub_ops" / package
     for t in targets:
         (ops / t).mkdir(parents=True)
         (ops / t / "__init__.py").write_text("")
@@ -74,21 +74,18 @@ def test_two_projects_tests_collect_in_one_run(tmp_path: Path) -> None:
     # Two projects of their own packages from `kernelgen init`, each with module scale: `pytest
     # alpha_ops beta_ops` in pytest's default import mode needs every test file's basename to
     # differ, the generated contract tests' and the example's own test alike.
-    stubs = tmp_path / "stubs"
     for package in ("alpha_ops", "beta_ops"):
         root = tmp_path / package
         assert run_cli("init", str(root), "--package", package, "--target", "hopper", cwd=tmp_path).returncode == 0
         assert run_cli("generate", cwd=root).returncode == 0
-        # importable stand-ins of the built packages: a test file that skips at import hides a clash
-        (stubs / package / "hopper").mkdir(parents=True)
-        (stubs / package / "__init__.py").write_text("def available_targets():\n    return ['hopper']\n")
-        (stubs / package / "hopper" / "__init__.py").write_text("")
-        (stubs / package / "hopper" / "scale.py").write_text("")
+        # the project's own test asks the package for its built targets
+        ops = _stub_builds(tmp_path, ["hopper"], "scale", package)
+        (ops / "__init__.py").write_text("def available_targets():\n    return ['hopper']\n")
     names = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("*_ops/**/test_*.py"))
     assert names == [f"{pkg}/{rel}" for pkg in ("alpha_ops", "beta_ops")
                      for rel in (f"generated/hopper/tests/test_{pkg}_scale_hopper_contract.py", f"tests/test_{pkg}_scale.py")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KERNELGEN_", "PYTEST_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(stubs), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "stub_ops"), *filter(None, [env.get("PYTHONPATH")])])
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--import-mode=prepend",
          "alpha_ops", "beta_ops"],
